@@ -1,0 +1,1 @@
+"""accel-sim: a cycle-level simulator of accelerators for quantized LLMs."""

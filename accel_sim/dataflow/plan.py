@@ -1,0 +1,122 @@
+"""Execution plans: what a dataflow asks the hardware to do for one GEMM.
+
+A dataflow lowers a :class:`~accel_sim.workload.gemm.Gemm` into a :class:`Plan`: an ordered list of
+operations that run one after another on the accelerator (DESIGN.md §3):
+
+* :class:`MatmulOp` — a matmul on the matrix unit at one precision, with operand widths in *bits
+  per element including their scales* (MXFP4 = 4 + 8/32 = 4.25 bits), so scale traffic is counted;
+* :class:`VectorOp` — element-wise work on the vector unit (absmax, quantize, dequantize, gather);
+* :class:`ComparatorOp` — OPS's early-bird comparisons;
+* :class:`TransferOp` — extra bytes moved from DRAM (lookup tables, index lists).
+
+Operations are sequential: the engine drains one before starting the next. This is conservative for
+work that real kernels overlap (e.g. quantizing X while the previous layer's matmul runs); each
+dataflow says in its notes which overlaps it leaves out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from accel_sim.arch.schema import PRECISIONS
+from accel_sim.errors import UserInputError
+from accel_sim.workload.gemm import Gemm
+
+#: Storage width of each element type, in bits.
+ELEMENT_BITS = {
+    "fp32": 32, "int32": 32, "fp16": 16, "bf16": 16, "int16": 16,
+    "fp8": 8, "int8": 8, "fp4": 4, "int4": 4,
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class MatmulOp:
+    """``C[M×N] (+)= A[M×K] · B[K×N]`` on the matrix unit.
+
+    Attributes:
+        precision: the rate-table key the unit runs at (``fp16``, ``int8``, ``fp4``...).
+        a_bits, b_bits: stored bits per element of A and B, scales included.
+        c_bits: bits per element of the result written out (accumulators stay on chip).
+        accumulator_bits: bits per element of the on-chip accumulator (capacity only).
+        epilogue_ops_per_output: vector-unit element operations per output element done as
+            the tile drains (dequantize = 1 multiply by ``s_x[m]·s_w[n]``), in the DES pipeline.
+    """
+
+    name: str
+    M: int
+    K: int
+    N: int
+    precision: str
+    a_bits: float
+    b_bits: float
+    c_bits: float = 16.0
+    accumulator_bits: int = 32
+    epilogue_ops_per_output: float = 0.0
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise UserInputError(
+                self.name, f"unknown precision {self.precision!r}; known: {PRECISIONS}"
+            )
+        for dim in ("M", "K", "N", "count"):
+            if getattr(self, dim) <= 0:
+                raise UserInputError(self.name, f"{dim} must be positive", dim)
+
+    @property
+    def macs(self) -> int:
+        return self.M * self.K * self.N * self.count
+
+
+@dataclass(frozen=True)
+class VectorOp:
+    """Element-wise work on the vector unit.
+
+    Attributes:
+        elements: elements touched.
+        ops_per_element: vector operations per element (absmax = 1 compare, quantize = 2).
+        read_bytes, write_bytes: bytes the op reads and writes at the level it runs from.
+    """
+
+    name: str
+    elements: int
+    ops_per_element: float
+    read_bytes: int
+    write_bytes: int
+    count: int = 1
+
+
+@dataclass(frozen=True)
+class ComparatorOp:
+    """Early-bird comparisons (OPS): one per computation set."""
+
+    name: str
+    comparisons: int
+    count: int = 1
+
+
+@dataclass(frozen=True)
+class TransferOp:
+    """Bytes moved from DRAM into the chip that no matmul operand accounts for (tables...)."""
+
+    name: str
+    read_bytes: int
+    count: int = 1
+
+
+Op = MatmulOp | VectorOp | ComparatorOp | TransferOp
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A dataflow's execution plan for one GEMM."""
+
+    dataflow: str
+    gemm: Gemm
+    ops: tuple[Op, ...]
+    notes: tuple[str, ...] = ()
+    knobs: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def matmuls(self) -> tuple[MatmulOp, ...]:
+        return tuple(op for op in self.ops if isinstance(op, MatmulOp))

@@ -1,0 +1,65 @@
+"""Action counts: what the hardware did, kept apart from what it costs (energy/model.py)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from accel_sim.engine.program import Program
+
+
+@dataclass
+class ActionCounts:
+    """Counts of energy-relevant actions.
+
+    Attributes:
+        macs: useful multiply-accumulates per precision (``{"int8": ...}``).
+        bytes_read, bytes_written: bytes per memory level name.
+        vector_ops: element operations on the vector unit.
+        comparator_ops: early-bird comparisons.
+    """
+
+    macs: Counter = field(default_factory=Counter)
+    bytes_read: Counter = field(default_factory=Counter)
+    bytes_written: Counter = field(default_factory=Counter)
+    vector_ops: float = 0.0
+    comparator_ops: int = 0
+
+    def add(self, other: ActionCounts, times: int = 1) -> None:
+        for mine, theirs in (
+            (self.macs, other.macs),
+            (self.bytes_read, other.bytes_read),
+            (self.bytes_written, other.bytes_written),
+        ):
+            for key, value in theirs.items():
+                mine[key] += value * times
+        self.vector_ops += other.vector_ops * times
+        self.comparator_ops += other.comparator_ops * times
+
+
+def matmul_counts(program: Program) -> ActionCounts:
+    """Exact counts of one matmul: transfers over every hop, plus the compute unit's own reads of
+    its innermost A/B buffers (each step reads its tiles once) and accumulator read-modify-writes
+    in the innermost C level (a read except on the first k-step, a write every step)."""
+    arch, op = program.arch, program.op
+    counts = ActionCounts()
+    counts.macs[op.precision] += op.M * op.K * op.N
+    for link, nbytes in zip(program.links, program.link_bytes):
+        counts.bytes_read[arch.memory[link.src].name] += nbytes
+        counts.bytes_written[arch.memory[link.dst].name] += nbytes
+    l0 = {x: arch.path(x)[-1].name for x in "ABC"}
+    acc_bits = op.accumulator_bits
+    for code, n in program.multiplicity.items():
+        ext = program.extents(code)
+        counts.bytes_read[l0["A"]] += n * _bytes(ext["m"] * ext["k"], op.a_bits)
+        counts.bytes_read[l0["B"]] += n * _bytes(ext["k"] * ext["n"], op.b_bits)
+        acc = _bytes(ext["m"] * ext["n"], acc_bits)
+        counts.bytes_written[l0["C"]] += n * acc
+        if not program.class_of(code).opens_accumulator:
+            counts.bytes_read[l0["C"]] += n * acc
+    counts.vector_ops += op.M * op.N * op.epilogue_ops_per_output
+    return counts
+
+
+def _bytes(elements: int, bits: float) -> int:
+    return -(-int(elements * bits) // 8)

@@ -1,0 +1,344 @@
+"""The discrete-event engine: one matmul's step program run tile by tile on simpy.
+
+Processes (one per pipeline stage, all holding their state in attributes):
+
+* a **mover** per hop of A and B (DRAM→…→L0): takes a free slot in the destination level
+  (``buffers`` slots = double buffering), holds the source's read port and the destination's
+  write port for ``ceil(bytes / min(read, write bandwidth))`` cycles, frees the slot it read
+  from, and hands the tile on, usable ``latency_cycles`` of the source later;
+* the **compute** process: waits for the step's A and B tiles and, when a new output tile starts,
+  a free accumulator slot; is busy for the step's exact cycles (``tiling.py``);
+* an optional **epilogue** on the vector unit (dequantize) and a **mover** per hop of C back out.
+
+Ports are shared ``simpy.Resource`` objects, so A, B and C traffic contend for bandwidth. Compute
+time not spent busy is a stall, attributed when it starts to the outermost hop the awaited data has
+not crossed yet (``load:HBM->L2``), to output back-pressure (``store:...``), or to the final
+``drain``.
+
+**Exact steady-state collapse**: after every step the engine takes a signature of the whole state
+relative to the current step and time (process positions, pending events with their relative
+times and order, queue contents, slot levels, port holders). When a signature repeats P steps
+later and the program's step classes repeat with period P far enough ahead, the future is the past
+shifted in time, so the engine advances the clock, every pending event, every position and every
+stall counter by whole periods at once. This is exact; ``collapse=False`` checks it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import simpy
+
+from accel_sim.engine.program import Program
+
+
+@dataclass(frozen=True)
+class MatmulTiming:
+    """Cycle outcome of one matmul."""
+
+    cycles: int
+    compute_cycles: int
+    stalls: dict[str, int] = field(default_factory=dict)
+    simulated_steps: int = 0
+    collapsed_steps: int = 0
+
+
+class _Proc:
+    """Base for pipeline processes: every piece of state is an attribute, so it can be shifted."""
+
+    def __init__(self, engine: _Engine, name: str) -> None:
+        self.engine, self.env, self.name = engine, engine.env, name
+        self.idx = 0  # next step index this process handles
+        self.phase = "start"
+        self.t_mark = 0  # absolute time of interest (wait start / data-ready time)
+
+    def state(self, j: int, now: int) -> tuple:
+        if self.phase == "get":  # idle until a token arrives; idx and t_mark come with it
+            return (self.name, "get")
+        return (self.name, self.idx - j, self.phase, self.t_mark - now)
+
+    def shift(self, steps: int, cycles: int) -> None:
+        self.idx += steps
+        self.t_mark += cycles
+
+
+class _Mover(_Proc):
+    """Moves one operand's tiles across one hop."""
+
+    def __init__(self, engine, link_index, upstream, up_slots, down_slots, out_store, last_index):
+        link = engine.program.links[link_index]
+        arch = engine.program.arch
+        super().__init__(engine, f"{link.operand}:{link.label(arch)}")
+        self.j = link_index
+        self.src, self.dst = arch.memory[link.src], arch.memory[link.dst]
+        self.bandwidth = min(self.src.read_bytes_per_cycle, self.dst.write_bytes_per_cycle)
+        self.ports = sorted([(link.src, "r"), (link.dst, "w")])
+        self.upstream, self.up_slots, self.down_slots = upstream, up_slots, down_slots
+        self.out_store, self.last_index = out_store, last_index
+        self.is_output = link.operand == "C"
+        self.process = self.env.process(self.run())
+
+    def run(self):
+        eng, env = self.engine, self.env
+        while True:
+            if self.upstream is not None:
+                self.phase = "get"
+                token = yield self.upstream.get()
+                self.idx, self.t_mark = token
+                if self.t_mark > env.now:
+                    self.phase = "latency"
+                    yield env.timeout(self.t_mark - env.now)
+            elif self.idx > self.last_index:
+                return
+            if self.down_slots is not None:
+                self.phase = "slot"
+                yield self.down_slots.get(1)
+            nbytes = eng.program.step_at(self.idx).link_bytes[self.j]
+            ready = env.now
+            if nbytes:
+                requests = []
+                for port in self.ports:
+                    self.phase = f"port{port}"
+                    req = eng.ports[port].request()
+                    requests.append((port, req))
+                    yield req
+                self.phase = "xfer"
+                yield env.timeout(math.ceil(nbytes / self.bandwidth))
+                for port, req in requests:
+                    eng.ports[port].release(req)
+                ready = env.now + self.src.latency_cycles
+            if self.up_slots is not None:
+                self.up_slots.put(1)
+            if self.out_store is not None:
+                self.out_store.put((self.idx, ready))
+            done = self.idx >= self.last_index
+            self.idx += 1
+            self.t_mark = env.now
+            if done:
+                eng.finish(self)
+                return
+
+
+class _Compute(_Proc):
+    def __init__(self, engine, inputs, input_slots, acc_slots, out_store):
+        super().__init__(engine, "compute")
+        self.inputs, self.input_slots = inputs, input_slots
+        self.acc_slots, self.out_store = acc_slots, out_store
+        self.cause = ""
+        self.process = self.env.process(self.run())
+
+    def state(self, j, now):
+        return (*super().state(j, now), self.cause)
+
+    def run(self):
+        eng, env, prog = self.engine, self.env, self.engine.program
+        while self.idx < prog.n_steps:
+            step = prog.step_at(self.idx)
+            self.t_mark = env.now
+            self.cause = eng.load_cause(self.idx)
+            self.phase = "inputs"
+            ready = env.now
+            for store in self.inputs:
+                _, ready_at = yield store.get()
+                ready = max(ready, ready_at)
+            if ready > env.now:
+                self.phase = "latency"
+                yield env.timeout(ready - env.now)
+            eng.stalls[self.cause] = eng.stalls.get(self.cause, 0) + env.now - self.t_mark
+            if step.opens_accumulator:
+                self.t_mark, self.phase = env.now, "accumulator"
+                yield self.acc_slots.get(1)
+                key = eng.store_cause
+                eng.stalls[key] = eng.stalls.get(key, 0) + env.now - self.t_mark
+            self.phase = "busy"
+            yield env.timeout(step.compute_cycles)
+            for slots in self.input_slots:
+                slots.put(1)
+            if step.closes_accumulator:
+                self.out_store.put((self.idx, env.now))
+            self.idx += 1
+            self.t_mark = env.now
+            eng.after_step(self.idx)
+        eng.finish(self)
+
+
+class _Epilogue(_Proc):
+    """Vector-unit work on each finished output tile (e.g. dequantize), before it is stored."""
+
+    def __init__(self, engine, upstream, out_store, ops_per_output, last_index):
+        super().__init__(engine, "epilogue")
+        self.upstream, self.out_store = upstream, out_store
+        self.lanes = engine.program.arch.vector.bytes_per_cycle // 2
+        self.ops, self.last_index = ops_per_output, last_index
+        self.process = self.env.process(self.run())
+
+    def run(self):
+        eng, env, prog = self.engine, self.env, self.engine.program
+        while True:
+            self.phase = "get"
+            self.idx, self.t_mark = yield self.upstream.get()
+            step = prog.step_at(self.idx)
+            self.phase = "busy"
+            yield env.timeout(math.ceil(step.outputs * self.ops / self.lanes))
+            self.out_store.put((self.idx, env.now))
+            done = self.idx >= self.last_index
+            self.idx += 1
+            if done:
+                return
+
+
+class _Engine:
+    def __init__(self, program: Program, collapse: bool) -> None:
+        self.program, self.collapse = program, collapse
+        self.env = simpy.Environment()
+        self.stalls: dict[str, int] = {}
+        self.procs: list[_Proc] = []
+        self.stores: list[simpy.Store] = []
+        self.containers: list[simpy.Container] = []
+        self.ports: dict[tuple[int, str], simpy.Resource] = {}
+        self.seen: dict[tuple, tuple[int, int, dict]] = {}
+        self.simulated = self.collapsed = 0
+        self.end_of_compute = 0
+        self._build()
+
+    def _store(self) -> simpy.Store:
+        self.stores.append(simpy.Store(self.env))
+        return self.stores[-1]
+
+    def _slots(self, level_index: int) -> simpy.Container:
+        n = self.program.arch.memory[level_index].buffers
+        self.containers.append(simpy.Container(self.env, capacity=n, init=n))
+        return self.containers[-1]
+
+    def _build(self) -> None:
+        prog, last = self.program, self.program.n_steps - 1
+        for i, level in enumerate(prog.arch.memory):
+            read = simpy.Resource(self.env, capacity=1)
+            self.ports[(i, "r")] = read
+            self.ports[(i, "w")] = read if level.shared_port else simpy.Resource(self.env, 1)
+        inputs, input_slots, self.chains = [], [], {}
+        for operand in "AB":
+            links = [j for j, ln in enumerate(prog.links) if ln.operand == operand]
+            upstream = up_slots = None
+            chain = []
+            for j in links:
+                down_slots, out = self._slots(prog.links[j].dst), self._store()
+                chain.append(_Mover(self, j, upstream, up_slots, down_slots, out, last))
+                upstream, up_slots = out, down_slots
+            self.chains[operand] = chain
+            inputs.append(upstream)
+            input_slots.append(up_slots)
+        c_links = [j for j, ln in enumerate(prog.links) if ln.operand == "C"]
+        acc_slots = self._slots(prog.links[c_links[0]].src)
+        upstream = self._store()
+        self.compute = _Compute(self, inputs, input_slots, acc_slots, upstream)
+        self.procs += [p for chain in self.chains.values() for p in chain] + [self.compute]
+        if prog.op.epilogue_ops_per_output > 0:
+            out = self._store()
+            self.procs.append(
+                _Epilogue(self, upstream, out, prog.op.epilogue_ops_per_output, last)
+            )
+            upstream = out
+        up_slots = acc_slots
+        self.store_cause = f"store:{prog.links[c_links[0]].label(prog.arch)}"
+        for j in c_links:
+            dst = prog.links[j].dst
+            down_slots = None if dst == 0 else self._slots(dst)
+            out = None if dst == 0 else self._store()
+            self.procs.append(_Mover(self, j, upstream, up_slots, down_slots, out, last))
+            upstream, up_slots = out, down_slots
+        self.proc_names = {id(p.process): p.name for p in self.procs}
+
+    # ----------------------------------------------------------- attribution
+    def load_cause(self, i: int) -> str:
+        """The outermost hop that step ``i``'s inputs have not crossed yet."""
+        pending = []
+        for chain in self.chains.values():
+            for k, mover in enumerate(chain):
+                if mover.idx <= i:
+                    # waiting out the previous hop's latency: that hop is still in progress
+                    late = mover.phase == "latency" and k > 0
+                    pending.append(chain[k - 1] if late else mover)
+                    break
+        if not pending:
+            return "load:latency"
+        outermost = min(pending, key=lambda p: self.program.links[p.j].src)
+        return "load:" + outermost.name.split(":", 1)[1]
+
+    def finish(self, proc: _Proc) -> None:
+        if proc is self.compute:
+            self.end_of_compute = self.env.now
+
+    # --------------------------------------------------------------- collapse
+    def _owner(self, event) -> tuple:
+        names = []
+        for cb in event.callbacks or ():
+            owner = getattr(cb, "__self__", None)
+            if isinstance(owner, simpy.Process):
+                names.append(self.proc_names.get(id(owner), "?"))
+        return tuple(names)
+
+    def _signature(self, j: int) -> tuple:
+        env, now = self.env, self.env.now
+        queue = tuple((t - now, prio, self._owner(ev)) for t, prio, _, ev in sorted(env._queue))
+        stores = tuple(
+            (tuple((i - j, r - now) for i, r in s.items), len(s.get_queue)) for s in self.stores
+        )
+        slots = tuple((c.level, len(c.get_queue)) for c in self.containers)
+        ports = tuple(
+            (len(r.users), tuple(self.proc_names.get(id(q.proc), "?") for q in r.queue))
+            for r in {id(r): r for r in self.ports.values()}.values()
+        )
+        return (tuple(p.state(j, now) for p in self.procs), queue, stores, slots, ports)
+
+    def after_step(self, j: int) -> None:
+        self.simulated += 1
+        if not self.collapse:
+            return
+        sig = self._signature(j)
+        now = self.env.now
+        previous = self.seen.get(sig)
+        self.seen[sig] = (j, now, dict(self.stalls))
+        if previous is None:
+            return
+        j0, t0, stalls0 = previous
+        period, dt = j - j0, now - t0
+        active = [p.idx for p in self.procs if p.phase != "get"]
+        queued = [i for store in self.stores for i, _ in store.items]
+        lo, hi = min(active + queued), max(active + queued)
+        if lo - period < 0:
+            return
+        mismatch = self.program.first_mismatch(lo, period)
+        repeats = (mismatch - hi - period) // period
+        if repeats < 1:
+            return
+        steps, cycles = repeats * period, repeats * dt
+        self.env._now += cycles
+        self.env._queue = [(t + cycles, p, e, ev) for t, p, e, ev in self.env._queue]
+        for proc in self.procs:
+            proc.shift(steps, cycles)
+        for store in self.stores:
+            store.items = [(i + steps, r + cycles) for i, r in store.items]
+        for key, value in self.stalls.items():
+            self.stalls[key] = value + repeats * (value - stalls0.get(key, 0))
+        self.collapsed += steps
+
+    def run(self) -> MatmulTiming:
+        self.env.run()
+        total = int(self.env.now)
+        if total > self.end_of_compute:
+            self.stalls["drain"] = self.stalls.get("drain", 0) + total - self.end_of_compute
+        stalls = {k: int(v) for k, v in sorted(self.stalls.items()) if v}
+        return MatmulTiming(
+            cycles=total,
+            compute_cycles=self.program.compute_cycles,
+            stalls=stalls,
+            simulated_steps=self.simulated,
+            collapsed_steps=self.collapsed,
+        )
+
+
+def simulate_program(program: Program, collapse: bool = True) -> MatmulTiming:
+    """Run ``program`` through the DES and return its cycles and stall attribution."""
+    return _Engine(program, collapse).run()

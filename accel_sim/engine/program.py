@@ -1,0 +1,296 @@
+"""The step program of one matmul: what every tile step computes and moves.
+
+Steps are enumerated by a loop nest (outer, middle, k). Everything about a step — edge tile sizes,
+which operand tiles must be (re)loaded into each level, whether it opens or closes an accumulator
+tile — depends only on whether each loop index is *first*, *middle* or *last*. So a step has one of
+at most 4³ = 64 *classes*; the program stores per-class data and per-class multiplicities, never
+a per-step list. Memory stays flat in the GEMM size, and totals (bytes, MACs, compute cycles) are
+exact sums over classes.
+
+Reuse (retention): a level keeps an operand's tiles for the whole matmul when its reuse working
+set fits in what the level has left after the double-buffer slots of every operand it stages:
+A's working set is its row panel (tm×K) under an m-outer order and all of A otherwise; B's is its
+column panel (K×tn) under an n-outer order and all of B otherwise. A retained operand crosses
+the link into that level only on first touch; otherwise a tile crosses whenever its index differs
+from the previous step's (stationary reuse only).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from accel_sim.arch.schema import Arch
+from accel_sim.dataflow.plan import MatmulOp
+from accel_sim.engine.tiling import (
+    Tiling,
+    choose_tiling,
+    step_compute_cycles,
+    tile_bytes,
+    unit_rate,
+)
+from accel_sim.errors import UserInputError
+
+FIRST, MIDDLE, LAST, ONLY = 0, 1, 2, 3  # index class within one loop (ONLY = first and last)
+OPERAND_DIMS = {"A": ("m", "k"), "B": ("k", "n"), "C": ("m", "n")}
+
+
+@dataclass(frozen=True)
+class Link:
+    """One hop of an operand between two memory levels (indices into ``arch.memory``)."""
+
+    operand: str
+    src: int
+    dst: int
+
+    def label(self, arch: Arch) -> str:
+        return f"{arch.memory[self.src].name}->{arch.memory[self.dst].name}"
+
+
+@dataclass(frozen=True)
+class StepClass:
+    """Everything the engine needs about a step of one class."""
+
+    compute_cycles: int
+    link_bytes: tuple[int, ...]  # per link of Program.links
+    opens_accumulator: bool  # k is first: needs a free accumulator tile
+    closes_accumulator: bool  # k is last: the output tile is complete and is stored
+    outputs: int  # output elements completed (for the epilogue)
+
+
+def _class_counts(count: int) -> dict[int, int]:
+    if count == 1:
+        return {ONLY: 1}
+    if count == 2:
+        return {FIRST: 1, LAST: 1}
+    return {FIRST: 1, MIDDLE: count - 2, LAST: 1}
+
+
+def _class_of(index: int, count: int) -> int:
+    if index == count - 1:
+        return ONLY if index == 0 else LAST
+    return FIRST if index == 0 else MIDDLE
+
+
+def _classes_of(index: np.ndarray, count: int) -> np.ndarray:
+    cls = np.where(index == 0, FIRST, MIDDLE)
+    cls = np.where(index == count - 1, np.where(index == 0, ONLY, LAST), cls)
+    return cls
+
+
+class Program:
+    """The step program of ``op`` on ``arch``."""
+
+    def __init__(self, arch: Arch, op: MatmulOp, tiling: Tiling | None = None) -> None:
+        self.arch = arch
+        self.op = op
+        self.rate = unit_rate(arch, op)
+        self.tiling = tiling or choose_tiling(arch, op)
+        t = self.tiling
+        self.size = {"m": op.M, "k": op.K, "n": op.N}
+        self.tile = {"m": t.tm, "k": t.tk, "n": t.tn}
+        self.count = t.counts(op)
+        self.dims = (t.order[0], t.order[1], "k")  # outer, middle, inner
+        self.n_steps = math.prod(self.count.values())
+        self.links = self._links()
+        self.retained = self._retention()
+        self._classes: dict[int, StepClass] = {}
+
+    # ----------------------------------------------------------------- structure
+    def _links(self) -> tuple[Link, ...]:
+        index = {level.name: i for i, level in enumerate(self.arch.memory)}
+        links = []
+        for operand in ("A", "B"):
+            path = [index[lv.name] for lv in self.arch.path(operand)]
+            links += [Link(operand, s, d) for s, d in zip(path, path[1:])]
+        path = [index[lv.name] for lv in self.arch.path("C")]
+        links += [Link("C", d, s) for s, d in reversed(list(zip(path, path[1:])))]
+        return tuple(links)
+
+    def operand_bits(self, operand: str) -> float:
+        return {"A": self.op.a_bits, "B": self.op.b_bits, "C": self.op.c_bits}[operand]
+
+    def full_tile_bytes(self, operand: str, innermost: bool = False) -> int:
+        d0, d1 = OPERAND_DIMS[operand]
+        bits = self.op.accumulator_bits if (operand == "C" and innermost) else None
+        rows, cols = min(self.tile[d0], self.size[d0]), min(self.tile[d1], self.size[d1])
+        return tile_bytes(rows, cols, bits or self.operand_bits(operand))
+
+    def _retention(self) -> frozenset[tuple[str, int]]:
+        """(operand, level index) pairs whose level keeps that operand for the whole matmul."""
+        retained = set()
+        outer = self.dims[0]
+        working = {
+            "A": tile_bytes(min(self.tile["m"], self.op.M) if outer == "m" else self.op.M,
+                            self.op.K, self.op.a_bits),
+            "B": tile_bytes(self.op.K,
+                            min(self.tile["n"], self.op.N) if outer == "n" else self.op.N,
+                            self.op.b_bits),
+        }  # fmt: skip
+        innermost = {lv.name: lv for lv in (self.arch.path(x)[-1] for x in "ABC")}
+        for i, level in enumerate(self.arch.memory[1:], start=1):
+            slots = sum(
+                level.buffers * self.full_tile_bytes(x, x == "C" and level.name in innermost)
+                for x in level.holds
+            )
+            free = level.capacity_bytes - slots
+            if free < 0:
+                raise UserInputError(
+                    self.arch.name,
+                    f"{self.op.name} ({self.op.M}x{self.op.K}x{self.op.N}): level {level.name} "
+                    f"needs {slots} B for its double-buffered tiles but has "
+                    f"{level.capacity_bytes} B; the GEMM cannot be tiled into the buffers",
+                    "memory",
+                )
+            # the operand reused across the middle loop first (its panel is the smaller set)
+            first = "A" if outer == "m" else "B"
+            for operand in (first, "B" if first == "A" else "A"):
+                if operand in level.holds and working[operand] <= free:
+                    retained.add((operand, i))
+                    free -= working[operand]
+        return frozenset(retained)
+
+    # ------------------------------------------------------------------- classes
+    @staticmethod
+    def encode(c_outer: int, c_middle: int, c_inner: int) -> int:
+        return c_outer * 16 + c_middle * 4 + c_inner
+
+    def class_of(self, code: int) -> StepClass:
+        cached = self._classes.get(code)
+        if cached is None:
+            cached = self._classes[code] = self._build_class(code)
+        return cached
+
+    def extents(self, code: int) -> dict[str, int]:
+        """Actual tile size (elements) per dim of a step of class ``code`` (edges are smaller)."""
+        cls = dict(zip(self.dims, (code // 16, (code // 4) % 4, code % 4)))
+        return {
+            d: (self.size[d] - (self.count[d] - 1) * self.tile[d])
+            if cls[d] in (LAST, ONLY)
+            else self.tile[d]
+            for d in self.dims
+        }
+
+    def _build_class(self, code: int) -> StepClass:
+        cls = dict(zip(self.dims, (code // 16, (code // 4) % 4, code % 4)))
+        is_first = {d: c in (FIRST, ONLY) for d, c in cls.items()}
+        is_last = {d: c in (LAST, ONLY) for d, c in cls.items()}
+        extent = self.extents(code)
+        # which loop indices changed from the previous step (step 0: all of them)
+        outer, middle, inner = self.dims
+        step0 = all(is_first.values())
+        changed = {inner: step0 or self.count[inner] > 1}
+        wrapped_inner = is_first[inner]
+        changed[middle] = step0 or (wrapped_inner and self.count[middle] > 1)
+        changed[outer] = step0 or (wrapped_inner and is_first[middle] and self.count[outer] > 1)
+        link_bytes = []
+        for link in self.links:
+            d0, d1 = OPERAND_DIMS[link.operand]
+            nbytes = tile_bytes(extent[d0], extent[d1], self.operand_bits(link.operand))
+            if link.operand == "C":
+                link_bytes.append(nbytes if is_last["k"] else 0)
+                continue
+            other = ({"m", "n", "k"} - {d0, d1}).pop()
+            if (link.operand, link.dst) in self.retained:
+                load = is_first[other] and (changed[d0] or changed[d1] or step0)
+            else:
+                load = changed[d0] or changed[d1]
+            link_bytes.append(nbytes if load else 0)
+        cycles = step_compute_cycles(
+            self.arch, self.tiling, self.rate, extent["m"], extent["k"], extent["n"]
+        )
+        if all(is_last.values()):
+            cycles += self.tiling.last_step_adjust
+        return StepClass(
+            compute_cycles=cycles,
+            link_bytes=tuple(link_bytes),
+            opens_accumulator=is_first["k"],
+            closes_accumulator=is_last["k"],
+            outputs=extent["m"] * extent["n"] if is_last["k"] else 0,
+        )
+
+    def codes(self, lo: int, hi: int) -> np.ndarray:
+        """Class codes of steps ``lo..hi-1`` (vectorised)."""
+        i = np.arange(lo, hi, dtype=np.int64)
+        c_mid, c_in = self.count[self.dims[1]], self.count[self.dims[2]]
+        inner = i % c_in
+        middle = (i // c_in) % c_mid
+        outer = i // (c_in * c_mid)
+        raw = (
+            _classes_of(outer, self.count[self.dims[0]]) * 16
+            + _classes_of(middle, c_mid) * 4
+            + _classes_of(inner, c_in)
+        )
+        return self.canonical[raw]
+
+    @cached_property
+    def canonical(self) -> np.ndarray:
+        """Maps each raw class code to the smallest code with an identical :class:`StepClass`.
+
+        The engine only ever looks at a step's :class:`StepClass`, so steps of equal classes are
+        interchangeable; comparing canonical codes lets the collapse see e.g. a last m-block of
+        full size as the same as a middle one."""
+        seen: dict[StepClass, int] = {}
+        table = np.arange(64, dtype=np.int64)
+        for code in range(64):
+            if self._valid(code):
+                table[code] = seen.setdefault(self.class_of(code), code)
+        return table
+
+    def _valid(self, code: int) -> bool:
+        classes = (code // 16, (code // 4) % 4, code % 4)
+        for cls, dim in zip(classes, self.dims):
+            n = self.count[dim]
+            if (n == 1) != (cls == ONLY) or (n == 2 and cls == MIDDLE):
+                return False
+        return True
+
+    def code(self, i: int) -> int:
+        """Class code of step ``i`` (scalar twin of :meth:`codes`, for the hot path)."""
+        c_out, c_mid, c_in = (self.count[d] for d in self.dims)
+        inner, rest = i % c_in, i // c_in
+        middle, outer = rest % c_mid, rest // c_mid
+        return _class_of(outer, c_out) * 16 + _class_of(middle, c_mid) * 4 + _class_of(inner, c_in)
+
+    def step_at(self, i: int) -> StepClass:
+        return self.class_of(self.code(i))
+
+    def first_mismatch(self, lo: int, period: int) -> int:
+        """Smallest ``x ≥ lo`` with ``code(x) != code(x - period)``, or ``n_steps``."""
+        chunk = 4096
+        x = max(lo, period)
+        while x < self.n_steps:
+            hi = min(self.n_steps, x + chunk)
+            diff = np.nonzero(self.codes(x, hi) != self.codes(x - period, hi - period))[0]
+            if diff.size:
+                return x + int(diff[0])
+            x, chunk = hi, chunk * 2
+        return self.n_steps
+
+    @cached_property
+    def multiplicity(self) -> dict[int, int]:
+        """How many steps of each class the program has."""
+        counts: dict[int, int] = {}
+        outer, middle, inner = (_class_counts(self.count[d]) for d in self.dims)
+        for co, no in outer.items():
+            for cm, nm in middle.items():
+                for ci, ni in inner.items():
+                    counts[self.encode(co, cm, ci)] = no * nm * ni
+        return counts
+
+    # -------------------------------------------------------------------- totals
+    @cached_property
+    def compute_cycles(self) -> int:
+        return sum(n * self.class_of(c).compute_cycles for c, n in self.multiplicity.items())
+
+    @cached_property
+    def link_bytes(self) -> tuple[int, ...]:
+        """Total bytes over each link for the whole matmul."""
+        totals = [0] * len(self.links)
+        for c, n in self.multiplicity.items():
+            for j, b in enumerate(self.class_of(c).link_bytes):
+                totals[j] += n * b
+        return tuple(totals)

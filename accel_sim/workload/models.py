@@ -1,0 +1,389 @@
+"""Model-level workloads: a transformer config lowered to GEMMs and vector work.
+
+A model file (``workloads/models/<name>.yaml``) holds the shape of one published model plus a
+``source:`` citation. :func:`lower` turns it into a :class:`Workload` for one phase:
+
+* **prefill** of ``tokens`` tokens per sequence: linear layers have ``M = tokens·batch``;
+  attention has ``T_q = tokens``, ``T_kv = kv_len + tokens + extra_prefix_tokens`` (``kv_len`` > 0
+  is a chunked prefill continuing a cache).
+* **decode** of ``tokens`` successive one-token steps: linear layers have ``M = batch`` (``count``
+  × steps); step ``i`` (0-based) has ``T_q = 1``, ``T_kv = kv_len + i + 1 + extra_prefix_tokens``
+  and its own attention rows.
+
+Modelling assumptions:
+
+* ``count`` = identical instances (layers × experts × steps; heads × batch × layers for
+  attention), ``layer = -1``; ``expand_layers=True`` emits one row per layer instead.
+* Llama-style names for every family (``layers.*.self_attn.q_proj``, ``layers.*.mlp.up_proj``);
+  GPT-2's fused ``c_attn`` becomes q/k/v GEMMs. Biases, norm weights and embedding lookups are
+  not GEMMs.
+* Attention is per query head and per sequence: QKᵀ is ``T_q × head_dim × T_kv`` and PV is
+  ``T_q × T_kv × head_dim``, ``count = heads × batch × layers`` (GQA shares K/V between heads but
+  every query head still does its own matmul). **Causal prefill is counted as full** (no saving
+  from the mask), as a dense accelerator kernel computes the masked blocks anyway; the true causal
+  work is about half for ``kv_len = 0``.
+* MoE: ``routed = M · active_experts`` token-expert pairs are spread evenly over
+  ``used = min(experts, routed)`` experts, each getting ``ceil(routed / used)`` tokens. With
+  ``routed ≥ experts`` this is the brief's average ``ceil(M·active/experts)`` per expert; in small
+  decode batches only ``routed`` experts (and their weights) are touched. The router is a
+  ``M × hidden × experts`` GEMM (kind ``up_gate_in``, it reads the same normalised input).
+* Decoders end in an LM head over every token (``logits="all"``, the ``2·params·tokens`` rule)
+  or only the last token of each sequence (``logits="last"``, what serving needs). Encoders have
+  no LM head (pooler not modelled) and no decode phase. Sampling is not modelled.
+* ``extra_prefix_tokens`` (PrefixQuant's ``o`` prefixed outlier tokens, already in the KV cache)
+  only lengthens ``T_kv``; they are not recomputed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from accel_sim.errors import UserInputError
+from accel_sim.workload.gemm import Gemm
+
+#: Folder holding the shipped model files.
+MODELS_DIR = Path(__file__).resolve().parents[2] / "workloads" / "models"
+
+PHASES = ("prefill", "decode")
+VECTOR_KINDS = ("norm", "softmax", "activation", "rotary", "residual", "router_topk")
+ATTENTION_KINDS = ("attn_qk", "attn_pv")
+
+#: Flops per element of each vector op (assumptions, see VectorWork), keyed by norm / ffn_type.
+FLOPS_PER_ELEMENT = {"rmsnorm": 4.0, "layernorm": 7.0, "softmax": 5.0, "rotary": 3.0}
+FLOPS_PER_ELEMENT |= {"residual": 1.0, "gated_silu": 4.0, "gelu": 9.0, "relu": 1.0}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class MoESpec(_Strict):
+    """Routed mixture-of-experts MLP (every layer; no shared expert)."""
+
+    experts: int = Field(gt=0, description="routed experts per layer")
+    active_experts: int = Field(gt=0, description="experts per token (top-k)")
+    expert_ffn: int = Field(gt=0, description="intermediate size of one expert")
+
+
+class ModelSpec(_Strict):
+    """Shape of one transformer, as published in its config.json."""
+
+    source: str = Field(min_length=1, description="citation: config.json URL and/or paper")
+    name: str = Field(min_length=1)
+    family: Literal["decoder", "encoder"]
+    layers: int = Field(gt=0)
+    hidden: int = Field(gt=0)
+    ffn: int = Field(gt=0, description="dense MLP intermediate size")
+    heads: int = Field(gt=0)
+    kv_heads: int = Field(gt=0)
+    head_dim: int = Field(gt=0)
+    vocab: int = Field(gt=0)
+    ffn_type: Literal["gated_silu", "gelu", "relu"]
+    norm: Literal["rmsnorm", "layernorm"]
+    positional: Literal["rotary", "learned"]
+    tied_lm_head: bool
+    moe: MoESpec | None = None
+    max_positions: int | None = Field(None, gt=0, description="rows of a learned position table")
+    qk_norm: bool = Field(False, description="RMSNorm on every q and k head (Qwen3)")
+
+    @model_validator(mode="after")
+    def _check(self) -> ModelSpec:
+        if self.heads % self.kv_heads:
+            raise ValueError(f"kv_heads: {self.kv_heads} does not divide heads={self.heads}")
+        if self.positional == "learned" and self.max_positions is None:
+            raise ValueError("max_positions: required when positional is learned")
+        if self.moe is not None and self.moe.active_experts > self.moe.experts:
+            raise ValueError("moe.active_experts: must not exceed moe.experts")
+        if self.positional == "rotary" and self.head_dim % 2:
+            raise ValueError("head_dim: rotary embeddings need an even head_dim")
+        return self
+
+
+@dataclass(frozen=True)
+class VectorWork:
+    """Element-wise / reduction work outside the GEMMs, run on the vector unit.
+
+    ``flops = elements × flops_per_element × count``. Per-element costs are modelling assumptions
+    (a per-row reciprocal/rsqrt is amortised over the row and not counted):
+
+    * ``norm``: RMSNorm 4 (square, accumulate, × rsqrt, × γ); LayerNorm 7 (accumulate mean,
+      subtract, square, accumulate variance, × rsqrt, × γ, + β).
+    * ``softmax``: 5 (max, subtract, exp, sum, divide); the 1/√d scale is folded into the exp.
+    * ``activation``: SiLU·mul 4 (exp and reciprocal of the sigmoid, × x, × up); GELU 9 (tanh
+      form: x³ 2, × 0.044715, + x, × √(2/π), tanh, + 1, × 0.5, × x); ReLU 1.
+    * ``rotary``: 3 (x·cos + rotate_half(x)·sin) on every q and k element.
+    * ``residual``: 1 (one add); also learned position add (1) and the MoE combine (2 per active
+      expert: multiply by the routing weight, accumulate).
+    * ``router_topk``: softmax over the experts (5) + top-k selection (⌈log2 k⌉ compares).
+    """
+
+    name: str
+    kind: str
+    elements: int
+    flops_per_element: float
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        if self.kind not in VECTOR_KINDS:
+            raise UserInputError(self.name, f"unknown kind {self.kind!r}; expected {VECTOR_KINDS}")
+        for attr in ("elements", "count"):
+            value = getattr(self, attr)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise UserInputError(self.name, f"must be a positive integer, got {value!r}", attr)
+        if not self.flops_per_element >= 0:
+            raise UserInputError(self.name, "must be >= 0", "flops_per_element")
+
+    @property
+    def flops(self) -> float:
+        """Flops of all ``count`` instances."""
+        return self.elements * self.flops_per_element * self.count
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One phase of one model, lowered (see the module docstring for the assumptions)."""
+
+    model: str
+    phase: str
+    tokens: int
+    batch: int
+    kv_len: int
+    extra_prefix_tokens: int
+    gemms: tuple[Gemm, ...]
+    vector_ops: tuple[VectorWork, ...]
+
+    @property
+    def weight_params(self) -> int:
+        """Weight elements read by one forward pass: Σ K·N·count over non-attention GEMMs."""
+        total = sum(g.K * g.N * g.count for g in self.gemms if g.kind not in ATTENTION_KINDS)
+        return total // (self.tokens if self.phase == "decode" else 1)  # per decode step
+
+    @property
+    def gemm_macs(self) -> int:
+        return sum(g.macs * g.count for g in self.gemms)
+
+    @property
+    def attention_macs(self) -> int:
+        return sum(g.macs * g.count for g in self.gemms if g.kind in ATTENTION_KINDS)
+
+    @property
+    def vector_flops(self) -> float:
+        return sum(v.flops for v in self.vector_ops)
+
+    @property
+    def flops(self) -> float:
+        """2 flops per MAC plus the vector work."""
+        return 2 * self.gemm_macs + self.vector_flops
+
+
+def list_models() -> list[str]:
+    """Names of the shipped models (file stems in :data:`MODELS_DIR`)."""
+    return sorted(p.stem for p in MODELS_DIR.glob("*.yaml"))
+
+
+def load_model(name_or_path: str | Path) -> ModelSpec:
+    """Load a shipped model by name (``qwen3-8b``) or any model YAML by path."""
+    text = str(name_or_path)
+    if isinstance(name_or_path, Path) or text.endswith((".yaml", ".yml")) or "/" in text:
+        path = Path(text)
+        if not path.is_file():
+            raise UserInputError(text, "model file not found")
+    else:
+        path = MODELS_DIR / f"{text.lower()}.yaml"
+        if not path.is_file():
+            known = ", ".join(list_models()) or "(none)"
+            raise UserInputError(text, f"unknown model; known models: {known}")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as err:
+        raise UserInputError(str(path), f"cannot read model file: {err}") from None
+    if not isinstance(data, dict):
+        raise UserInputError(str(path), "expected a mapping of model fields at the top level")
+    return parse_model(data, str(path))
+
+
+def parse_model(data: dict, source: str = "model") -> ModelSpec:
+    """Validate a model mapping; any problem becomes a :class:`UserInputError` naming the key."""
+    try:
+        return ModelSpec.model_validate(data)
+    except ValidationError as err:
+        raise _user_error(err, source) from None
+
+
+def _user_error(err: ValidationError, source: str) -> UserInputError:
+    first = err.errors()[0]
+    loc = [str(p) for p in first["loc"]]
+    key = ".".join(loc) or None
+    message = first["msg"]
+    if first["type"] == "extra_forbidden":
+        model = MoESpec if loc[:1] == ["moe"] else ModelSpec
+        message = f"unknown key; expected one of {', '.join(model.model_fields)}"
+    elif first["type"] == "missing":
+        message = "required key is missing"
+    else:
+        message = re.sub(r"^Value error, ", "", message)
+        match = re.match(r"^([\w.]+): (.*)$", message)
+        if match:  # cross-field check of a model validator: "field: message"
+            key = ".".join([*loc, match.group(1)])
+            message = match.group(2)
+        elif "input" in first and not isinstance(first["input"], dict):
+            message += f" (got {first['input']!r})"
+    return UserInputError(source, message, key)
+
+
+def expert_load(moe: MoESpec, m: int) -> tuple[int, int]:
+    """(experts that receive tokens, tokens per such expert) for ``m`` tokens; see module doc."""
+    routed = m * moe.active_experts
+    used = min(moe.experts, routed)
+    return used, math.ceil(routed / used)
+
+
+def _layer_rows(spec: ModelSpec, m: int) -> tuple[list[tuple], list[tuple]]:
+    """Per-layer GEMMs (name, kind, M, K, N, count) and vector ops (name, kind, elems, f, count)."""
+    h, q, kv = spec.hidden, spec.heads * spec.head_dim, spec.kv_heads * spec.head_dim
+    attn, fpe = "layers.*.self_attn.", FLOPS_PER_ELEMENT
+    gemms = [
+        (attn + "q_proj", "attn_in", m, h, q, 1),
+        (attn + "k_proj", "attn_in", m, h, kv, 1),
+        (attn + "v_proj", "attn_in", m, h, kv, 1),
+        (attn + "o_proj", "o_in", m, q, h, 1),
+    ]
+    norm_f, act_f = fpe[spec.norm], fpe[spec.ffn_type]
+    vec = [("layers.*.input_layernorm", "norm", m * h, norm_f, 1)]
+    if spec.qk_norm:
+        vec.append((attn + "qk_norm", "norm", m * (q + kv), fpe["rmsnorm"], 1))
+    if spec.positional == "rotary":
+        vec.append((attn + "rotary", "rotary", m * (q + kv), fpe["rotary"], 1))
+    vec.append(("layers.*.post_attention_layernorm", "norm", m * h, norm_f, 1))
+    rows, f, n, mlp = m, spec.ffn, 1, "layers.*.mlp."  # dense MLP
+    if spec.moe is not None:
+        moe, (n, rows) = spec.moe, expert_load(spec.moe, m)
+        f, topk_f = moe.expert_ffn, fpe["softmax"] + math.ceil(math.log2(moe.active_experts))
+        gemms.append((mlp + "gate", "up_gate_in", m, h, moe.experts, 1))
+        vec.append((mlp + "router_topk", "router_topk", m * moe.experts, topk_f, 1))
+        vec.append((mlp + "combine", "residual", m * h, 2.0 * moe.active_experts, 1))
+        mlp += "experts.*."
+    if spec.ffn_type == "gated_silu":
+        gemms.append((mlp + "gate_proj", "up_gate_in", rows, h, f, n))
+    gemms.append((mlp + "up_proj", "up_gate_in", rows, h, f, n))
+    gemms.append((mlp + "down_proj", "down_in", rows, f, h, n))
+    vec.append((mlp + "act", "activation", rows * f, act_f, n))
+    vec.append(("layers.*.residual", "residual", m * h, fpe["residual"], 2))
+    return gemms, vec
+
+
+def _expand(rows, layers: int, times: int, expand: bool, make):
+    """Per-layer rows → aggregated rows (count × layers × times) or one row per layer."""
+    out = []
+    for name, kind, *dims, count in rows:
+        if not expand:
+            out.append(make(name, kind, *dims, count=count * layers * times, layer=-1))
+            continue
+        for i in range(layers):
+            label = name.replace("layers.*", f"layers.{i}", 1)
+            out.append(make(label, kind, *dims, count=count * times, layer=i))
+    return out
+
+
+def _gemm(name, kind, m, k, n, *, count, layer):
+    return Gemm(m, k, n, name=name, kind=kind, layer=layer, count=count)
+
+
+def _vector(name, kind, elements, fpe, *, count, layer):
+    return VectorWork(name=name, kind=kind, elements=elements, flops_per_element=fpe, count=count)
+
+
+def lower(
+    spec: ModelSpec,
+    phase: Literal["prefill", "decode"],
+    tokens: int,
+    batch: int = 1,
+    kv_len: int = 0,
+    extra_prefix_tokens: int = 0,
+    *,
+    logits: Literal["all", "last"] = "all",
+    expand_layers: bool = False,
+) -> Workload:
+    """Lower ``spec`` to the GEMMs and vector work of one phase (module docstring: assumptions).
+
+    Args:
+        phase: ``"prefill"`` or ``"decode"``.
+        tokens: prompt length (prefill) or number of one-token decode steps (decode), ≥ 1.
+        batch: sequences processed together.
+        kv_len: tokens already in the KV cache before this phase.
+        extra_prefix_tokens: PrefixQuant prefixed tokens in the cache (lengthen attention only).
+        logits: LM head over ``"all"`` tokens of a prefill or only the ``"last"`` one.
+        expand_layers: one row per layer (``layer`` set) instead of aggregated rows.
+    """
+    if phase not in PHASES:
+        raise UserInputError("lower()", f"unknown phase {phase!r}; expected one of {PHASES}")
+    ints = dict(tokens=tokens, batch=batch, kv_len=kv_len, extra_prefix_tokens=extra_prefix_tokens)
+    for key, value in ints.items():
+        low = 1 if key in ("tokens", "batch") else 0
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise UserInputError("lower()", f"must be an integer >= {low}, got {value!r}", key)
+    if logits not in ("all", "last"):
+        raise UserInputError("lower()", f"expected 'all' or 'last', got {logits!r}", "logits")
+    if spec.family == "encoder" and (phase == "decode" or kv_len):
+        raise UserInputError(spec.name, "an encoder has no KV cache: use prefill with kv_len=0")
+
+    decode, fpe = phase == "decode", FLOPS_PER_ELEMENT
+    m = batch if decode else tokens * batch
+    times = tokens if decode else 1
+    layer_g, layer_v = _layer_rows(spec, m)
+    gemms = _expand(layer_g, spec.layers, times, expand_layers, _gemm)
+    vecs = _expand(layer_v, spec.layers, times, expand_layers, _vector)
+
+    # (T_q, T_kv) of each forward pass; decode step i sees i + 1 new tokens.
+    passes = [(1, kv_len + i + 1) for i in range(tokens)] if decode else [(tokens, kv_len + tokens)]
+    per, d, attn = spec.heads * batch, spec.head_dim, "layers.*.self_attn."
+    for t_q, t_kv in passes:
+        t_kv += extra_prefix_tokens
+        label = f"[kv{t_kv}]" if decode and tokens > 1 else ""
+        att_g = [(attn + "qk" + label, "attn_qk", t_q, d, t_kv, per)]
+        att_g.append((attn + "pv" + label, "attn_pv", t_q, t_kv, d, per))
+        att_v = [(attn + "softmax" + label, "softmax", t_q * t_kv, fpe["softmax"], per)]
+        gemms += _expand(att_g, spec.layers, 1, expand_layers, _gemm)
+        vecs += _expand(att_v, spec.layers, 1, expand_layers, _vector)
+
+    h = spec.hidden
+    if spec.positional == "learned":
+        vecs.append(VectorWork("embed_positions.add", "residual", m * h, fpe["residual"], times))
+    if spec.family == "decoder":
+        vecs.append(VectorWork("norm", "norm", m * h, fpe[spec.norm], times))
+        m_head = batch if logits == "last" else m
+        gemms.append(Gemm(m_head, h, spec.vocab, name="lm_head", kind="lm_head_in", count=times))
+    else:
+        vecs.append(VectorWork("embeddings.layernorm", "norm", m * h, fpe[spec.norm], times))
+    args = (spec.name, phase, tokens, batch, kv_len, extra_prefix_tokens)
+    return Workload(*args, gemms=tuple(gemms), vector_ops=tuple(vecs))
+
+
+def embedding_params(spec: ModelSpec) -> int:
+    """Embedding-table elements that are not also a GEMM weight.
+
+    The word table counts unless it is the (tied) LM head GEMM of a decoder; a learned position
+    table adds ``max_positions × hidden``. BERT's 2-row token-type table is not modelled.
+    """
+    words = spec.vocab * spec.hidden if (spec.family == "encoder" or not spec.tied_lm_head) else 0
+    positions = (spec.max_positions or 0) * spec.hidden if spec.positional == "learned" else 0
+    return words + positions
+
+
+def parameter_count(spec: ModelSpec, active: bool = False) -> int:
+    """GEMM weights + embedding tables (biases and norm weights excluded).
+
+    ``active=True`` counts only what one decode token touches (MoE: ``active_experts`` experts).
+    """
+    if active or spec.moe is None:
+        work = lower(spec, "decode" if spec.family == "decoder" else "prefill", 1)
+    else:  # enough tokens that every expert is used
+        work = lower(spec, "prefill", math.ceil(spec.moe.experts / spec.moe.active_experts))
+    return work.weight_params + embedding_params(spec)
