@@ -1,1 +1,26 @@
-"""accel-sim: a cycle-level simulator of accelerators for quantized LLMs."""
+"""accel-sim: a cycle-level, discrete-event simulator of accelerators for quantized LLMs.
+
+Public API::
+
+    import accel_sim
+    r = accel_sim.simulate("ascend_like_cube", "2048x4096x4096", "w8a8")
+    r.cycles, r.energy_pj, r.energy_breakdown_pj
+"""
+
+from accel_sim.api import SimResult, dataflows, simulate, simulate_many
+from accel_sim.arch.load import list_archs, load_arch
+from accel_sim.errors import UserInputError
+from accel_sim.workload.gemm import Gemm, parse_gemm
+
+__all__ = [
+    "Gemm",
+    "SimResult",
+    "UserInputError",
+    "dataflows",
+    "list_archs",
+    "load_arch",
+    "parse_gemm",
+    "simulate",
+    "simulate_many",
+]
+__version__ = "0.1.0"

@@ -93,7 +93,9 @@ class MemoryLevel(Strict):
         "bandwidth applies to both",
     )
     holds: tuple[Operand, ...] = Field(description="operands staged in this level")
-    buffers: int = Field(2, ge=1, le=4, description="tiles in flight per operand (2 = double buffering)")
+    buffers: int = Field(
+        2, ge=1, le=4, description="tiles in flight per operand (2 = double buffering)"
+    )
 
 
 class EnergyEntry(Strict):

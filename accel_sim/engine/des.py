@@ -3,9 +3,10 @@
 Processes (one per pipeline stage, all holding their state in attributes):
 
 * a **mover** per hop of A and B (DRAM→…→L0): takes a free slot in the destination level
-  (``buffers`` slots = double buffering), holds the source's read port and the destination's
-  write port for ``ceil(bytes / min(read, write bandwidth))`` cycles, frees the slot it read
-  from, and hands the tile on, usable ``latency_cycles`` of the source later;
+  (``buffers`` slots = double buffering), holds the port of the hop's outer level (see
+  :func:`~accel_sim.engine.program.port_of`) for ``ceil(bytes / min(read, write bandwidth))``
+  cycles, frees the slot it read from, and hands the tile on, usable ``latency_cycles`` of the
+  source later;
 * the **compute** process: waits for the step's A and B tiles and, when a new output tile starts,
   a free accumulator slot; is busy for the step's exact cycles (``tiling.py``);
 * an optional **epilogue** on the vector unit (dequantize) and a **mover** per hop of C back out.
@@ -30,7 +31,7 @@ from dataclasses import dataclass, field
 
 import simpy
 
-from accel_sim.engine.program import Program
+from accel_sim.engine.program import Program, port_of
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ class _Mover(_Proc):
         self.j = link_index
         self.src, self.dst = arch.memory[link.src], arch.memory[link.dst]
         self.bandwidth = min(self.src.read_bytes_per_cycle, self.dst.write_bytes_per_cycle)
-        self.ports = sorted([(link.src, "r"), (link.dst, "w")])
+        self.ports = [port_of(engine.program, link_index)]
         self.upstream, self.up_slots, self.down_slots = upstream, up_slots, down_slots
         self.out_store, self.last_index = out_store, last_index
         self.is_output = link.operand == "C"
@@ -236,9 +237,7 @@ class _Engine:
         self.procs += [p for chain in self.chains.values() for p in chain] + [self.compute]
         if prog.op.epilogue_ops_per_output > 0:
             out = self._store()
-            self.procs.append(
-                _Epilogue(self, upstream, out, prog.op.epilogue_ops_per_output, last)
-            )
+            self.procs.append(_Epilogue(self, upstream, out, prog.op.epilogue_ops_per_output, last))
             upstream = out
         up_slots = acc_slots
         self.store_cause = f"store:{prog.links[c_links[0]].label(prog.arch)}"

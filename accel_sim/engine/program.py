@@ -69,6 +69,19 @@ def _class_counts(count: int) -> dict[int, int]:
     return {FIRST: 1, MIDDLE: count - 2, LAST: 1}
 
 
+def port_of(program: Program, link_index: int) -> tuple[int, str]:
+    """The one port a hop occupies: that of its outer (DRAM-side) level — the source's read port
+    for loads, the destination's write port for stores; a ``shared_port`` level has a single port
+    for both. The inner level's bandwidth still caps the hop's rate. Holding one port per hop
+    means no hop ever holds one port while waiting for another."""
+    link = program.links[link_index]
+    if link.operand == "C":
+        level, kind = link.dst, "w"
+    else:
+        level, kind = link.src, "r"
+    return (level, "r" if program.arch.memory[level].shared_port else kind)
+
+
 def _class_of(index: int, count: int) -> int:
     if index == count - 1:
         return ONLY if index == 0 else LAST

@@ -31,7 +31,9 @@ class Tiling:
     tn: int
     order: tuple[str, str]  # (outer, middle) dims, each "m" or "n"; k is always innermost
     fold_cycles: int = 0  # systolic: cycles per fold (SCALE-Sim); 0 for cube units
-    last_step_adjust: int = 0  # systolic: SCALE-Sim's total minus folds × fold_cycles
+    # added to the last step: systolic, SCALE-Sim's total minus folds × fold_cycles (its −1);
+    # cube, the pipeline fill + drain paid once per matmul
+    last_step_adjust: int = 0
 
     def counts(self, op: MatmulOp) -> dict[str, int]:
         return {
@@ -90,7 +92,13 @@ def _cube_tiling(arch: Arch, unit: CubeUnit, op: MatmulOp, rate: int) -> Tiling:
             "memory",
         )
     _, tm, tk, tn = best
-    return Tiling(tm=tm, tk=tk, tn=tn, order=_cheaper_order(op, tm, tk, tn))
+    return Tiling(
+        tm=tm,
+        tk=tk,
+        tn=tn,
+        order=_cheaper_order(op, tm, tk, tn),
+        last_step_adjust=unit.pipeline_latency_cycles,
+    )
 
 
 def _cheaper_order(op: MatmulOp, tm: int, tk: int, tn: int) -> tuple[str, str]:

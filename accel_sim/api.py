@@ -1,0 +1,181 @@
+"""The public Python API. The CLI, notebooks, tables and sweeps all come through here."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from accel_sim.arch.load import load_arch
+from accel_sim.arch.schema import Arch
+from accel_sim.dataflow.registry import dataflow_names, get_dataflow
+from accel_sim.energy.model import price
+from accel_sim.engine.counts import ActionCounts
+from accel_sim.engine.run import run_plan
+from accel_sim.errors import UserInputError
+from accel_sim.workload.gemm import Gemm, parse_gemm
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """Outcome of one GEMM under one dataflow on one architecture.
+
+    Cycles are matrix-unit clock cycles; energies in pJ; ``time_s`` in seconds at ``clock_hz``.
+    ``stall_cycles = cycles − compute_cycles``: every cycle the matrix unit is not busy, broken
+    down by cause in ``stalls`` (``load:<hop>``, ``store:<hop>``, ``drain``, ``vector:<op>``...).
+    """
+
+    arch: str
+    dataflow: str
+    gemm: str
+    M: int
+    K: int
+    N: int
+    count: int
+    cycles: int
+    compute_cycles: int
+    stall_cycles: int
+    utilization: float
+    macs: int
+    time_s: float
+    energy_pj: float
+    pj_per_mac: float
+    energy_breakdown_pj: dict[str, float]
+    energy_sources: dict[str, str]
+    stalls: dict[str, int]
+    ops: list[dict[str, Any]] = field(default_factory=list)
+    knobs: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def row(self) -> dict[str, Any]:
+        """A flat row for a DataFrame (breakdowns become ``energy_<component>_pj`` columns)."""
+        flat = {k: v for k, v in self.to_dict().items()
+                if k not in ("energy_breakdown_pj", "energy_sources", "stalls", "ops", "notes",
+                             "knobs", "extra")}  # fmt: skip
+        for key, value in self.energy_breakdown_pj.items():
+            flat[f"energy_{key}_pj"] = value
+        for key, value in self.extra.items():
+            flat[key] = value
+        return flat
+
+
+def _as_gemm(gemm: Gemm | str | tuple) -> Gemm:
+    if isinstance(gemm, Gemm):
+        return gemm
+    if isinstance(gemm, str):
+        return parse_gemm(gemm, "gemm")
+    if isinstance(gemm, tuple | list) and len(gemm) == 3:
+        return Gemm(*gemm)
+    raise UserInputError("gemm", f"expected a Gemm, 'MxKxN' or (M, K, N), got {gemm!r}")
+
+
+def simulate(
+    arch: Arch | str | Path,
+    gemm: Gemm | str | tuple,
+    dataflow: str = "w8a8",
+    knobs: Mapping[str, Any] | None = None,
+    stats: Mapping[str, Any] | None = None,
+    engine: str = "des",
+    collapse: bool = True,
+) -> SimResult:
+    """Simulate one GEMM: ``simulate("ascend_like_cube", "2048x4096x4096", "w8a8")``.
+
+    Args:
+        arch: an :class:`Arch`, a shipped architecture name or a YAML path.
+        gemm: a :class:`Gemm`, ``"MxKxN"`` or ``(M, K, N)``.
+        dataflow: a registered dataflow name (``accel_sim.dataflows()``).
+        knobs: dataflow parameters overriding its defaults.
+        stats: statistics of the GEMM's real tensors, for data-dependent dataflows.
+        engine: ``"des"`` (cycle-level) or ``"twin"`` (closed form).
+        collapse: exact steady-state collapse in the DES (turn off only to check it).
+    """
+    arch = load_arch(arch)
+    gemm = _as_gemm(gemm)
+    flow = get_dataflow(dataflow)
+    plan = flow.build(gemm, arch, stats, flow.resolve_knobs(knobs))
+    result = run_plan(arch, plan, engine=engine, collapse=collapse)
+    counts = ActionCounts()
+    stalls: Counter = Counter()
+    compute = 0
+    unit_cycles = 0.0
+    for op in result.ops:
+        counts.add(op.counts)
+        stalls.update(op.stalls)
+        compute += op.compute_cycles
+        unit_cycles += op.unit_cycles
+    cycles = result.cycles
+    energy = price(arch, counts, cycles)
+    macs = gemm.macs * gemm.count
+    peak = arch.compute.fp16_macs_per_cycle
+    return SimResult(
+        arch=arch.name,
+        dataflow=dataflow,
+        gemm=gemm.label,
+        M=gemm.M,
+        K=gemm.K,
+        N=gemm.N,
+        count=gemm.count,
+        cycles=cycles,
+        compute_cycles=compute,
+        stall_cycles=cycles - compute,
+        utilization=min(1.0, unit_cycles / peak / cycles) if cycles else 0.0,
+        macs=macs,
+        time_s=cycles / arch.clock_hz,
+        energy_pj=energy.total_pj,
+        pj_per_mac=energy.total_pj / macs,
+        energy_breakdown_pj=energy.breakdown_pj,
+        energy_sources=energy.sources,
+        stalls={k: int(v) for k, v in sorted(stalls.items()) if v},
+        ops=[
+            {
+                "name": op.name,
+                "kind": op.kind,
+                "cycles": op.cycles,
+                "compute_cycles": op.compute_cycles,
+            }
+            for op in result.ops
+        ],  # fmt: skip
+        knobs=dict(plan.knobs),
+        notes=list(plan.notes),
+    )
+
+
+def simulate_many(
+    arch: Arch | str | Path,
+    gemms: Iterable[Gemm | str | tuple],
+    dataflows: Iterable[str] = ("w8a8",),
+    knobs: Mapping[str, Mapping[str, Any]] | None = None,
+    stats_for=None,
+    engine: str = "des",
+    progress: bool = False,
+) -> pd.DataFrame:
+    """One row per (GEMM, dataflow); ``knobs`` maps dataflow name → its knobs;
+    ``stats_for(gemm)`` returns the statistics of a GEMM (or None)."""
+    arch = load_arch(arch)
+    gemms = [_as_gemm(g) for g in gemms]
+    flows = list(dataflows)
+    rows = []
+    jobs = [(g, f) for g in gemms for f in flows]
+    iterator = jobs
+    if progress:
+        from tqdm import tqdm
+
+        iterator = tqdm(jobs, desc="simulating", unit="run", leave=False)
+    for gemm, flow in iterator:
+        stats = stats_for(gemm) if stats_for else None
+        result = simulate(arch, gemm, flow, (knobs or {}).get(flow), stats, engine)
+        rows.append(result.row())
+    return pd.DataFrame(rows)
+
+
+def dataflows() -> list[str]:
+    """Names of the registered dataflows."""
+    return dataflow_names()

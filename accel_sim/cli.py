@@ -1,0 +1,147 @@
+"""The command line: parse, call the public API, print. Nothing else lives here.
+
+Every user mistake ends as one line on stderr and exit code 2, with no partial output file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from accel_sim.errors import UserInputError
+
+DEFAULT_ARCH = "ascend_like_cube"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2 (argparse prints usage + message)
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _knobs(pairs: list[str] | None) -> dict[str, dict]:
+    """``--knob osc.G=32`` → ``{"osc": {"G": 32}}`` (values parsed as JSON when they can be)."""
+    out: dict[str, dict] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        flow, dot, name = key.partition(".")
+        if not sep or not dot or not name:
+            raise UserInputError("--knob", f"expected DATAFLOW.NAME=VALUE, got {pair!r}")
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            parsed = value
+        out.setdefault(flow, {})[name] = parsed
+    return out
+
+
+def _cmd_run(args) -> int:
+    from accel_sim.api import dataflows, simulate, simulate_many
+    from accel_sim.arch.load import load_arch
+    from accel_sim.report.io import check_output_path, read_gemm_csv, write_table
+    from accel_sim.report.text import add_speedup, single_report, table_report, totals
+    from accel_sim.workload.gemm import parse_gemm
+
+    if args.out:
+        check_output_path(args.out)
+    arch = load_arch(args.arch)
+    gemms = [parse_gemm(g) for g in args.gemm or []]
+    if args.gemms:
+        gemms += read_gemm_csv(args.gemms)
+    if not gemms:
+        raise UserInputError("run", "give --gemm MxKxN (repeatable) or --gemms FILE.csv")
+    flows = args.dataflow or ["w8a8"]
+    if "all" in flows:
+        flows = dataflows()
+    knobs = _knobs(args.knob)
+    if len(gemms) == 1 and len(flows) == 1 and not args.out:
+        result = simulate(arch, gemms[0], flows[0], knobs.get(flows[0]), engine=args.engine)
+        print(json.dumps(result.to_dict(), indent=2) if args.json else single_report(result))
+        return 0
+    df = simulate_many(arch, gemms, flows, knobs, engine=args.engine,
+                       progress=sys.stderr.isatty())  # fmt: skip
+    df = add_speedup(df)
+    if args.out:
+        write_table(df, args.out)
+    if args.json:
+        print(df.to_json(orient="records", indent=2))
+    else:
+        print(f"accel-sim · {arch.name} · {len(gemms)} GEMM(s) × {len(flows)} dataflow(s)\n")
+        print(table_report(df))
+        print("\ntotals")
+        print(totals(df).to_string(index=False))
+        if args.out:
+            print(f"\nwrote {args.out}")
+    return 0
+
+
+def _cmd_arch(args) -> int:
+    from accel_sim.arch.load import list_archs, load_arch
+
+    if args.arch_cmd == "list":
+        for name in list_archs():
+            print(name)
+    elif args.arch_cmd == "show":
+        print(json.dumps(load_arch(args.name).model_dump(), indent=2))
+    elif args.arch_cmd == "from-scalesim":
+        from accel_sim.arch.scalesim_import import write_arch_from_scalesim
+
+        out = write_arch_from_scalesim(args.config, args.output)
+        print(f"wrote {out}")
+    return 0
+
+
+def _cmd_dataflows(args) -> int:
+    from accel_sim.dataflow.registry import DATAFLOWS, dataflow_names
+
+    for name in dataflow_names():
+        flow = DATAFLOWS[name]
+        print(f"{name:<14} {flow.description}  knobs: {flow.knobs or '-'}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="accel-sim", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    run = sub.add_parser("run", help="simulate GEMMs under one or more dataflows")
+    run.add_argument("--arch", default=DEFAULT_ARCH, help="shipped name or YAML path")
+    run.add_argument("--gemm", action="append", help="MxKxN, repeatable")
+    run.add_argument("--gemms", help="CSV with columns M,K,N[,name]")
+    run.add_argument("--dataflow", action="append", help="dataflow name or 'all', repeatable")
+    run.add_argument("--knob", action="append", help="DATAFLOW.NAME=VALUE, repeatable")
+    run.add_argument("--engine", choices=("des", "twin"), default="des")
+    run.add_argument("--json", action="store_true", help="print JSON instead of a report")
+    run.add_argument("--out", help="write the table to FILE.csv|.parquet|.json")
+    run.set_defaults(func=_cmd_run)
+
+    arch = sub.add_parser("arch", help="architecture files")
+    arch_sub = arch.add_subparsers(dest="arch_cmd", required=True, parser_class=_Parser)
+    arch_sub.add_parser("list", help="shipped architectures")
+    show = arch_sub.add_parser("show", help="print a validated architecture")
+    show.add_argument("name")
+    conv = arch_sub.add_parser("from-scalesim", help="convert a SCALE-Sim v3 .cfg")
+    conv.add_argument("config")
+    conv.add_argument("-o", "--output", required=True)
+    arch.set_defaults(func=_cmd_arch)
+
+    flows = sub.add_parser("dataflows", help="list dataflows and their knobs")
+    flows.set_defaults(func=_cmd_dataflows)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except UserInputError as err:
+        print(f"accel-sim: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("accel-sim: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,32 @@
+"""Building blocks the dataflow modules share (vector passes, scale widths)."""
+
+from __future__ import annotations
+
+from accel_sim.dataflow.plan import VectorOp
+from accel_sim.workload.gemm import Gemm
+
+FP16_BYTES = 2
+#: An FP32 scale per row/column, spread over the K elements it scales (bits per element).
+PER_CHANNEL_SCALE_BITS = 32
+
+
+def scale_bits_per_element(k: int) -> float:
+    """Bits per element added by one FP32 scale per K-long row (per-channel / per-token)."""
+    return PER_CHANNEL_SCALE_BITS / k
+
+
+def absmax_pass(gemm: Gemm, columns: int | None = None, name: str = "absmax") -> VectorOp:
+    """Per-token |x| maximum over X (FP16): one compare per element, reads X once."""
+    k = gemm.K if columns is None else columns
+    return VectorOp(name, gemm.M * k, 1.0, gemm.M * k * FP16_BYTES, 0, gemm.count)
+
+
+def quantize_pass(gemm: Gemm, out_bits: float, columns: int | None = None,
+                  name: str = "quantize") -> VectorOp:  # fmt: skip
+    """Scale, round and convert X (FP16) to ``out_bits``: 2 ops per element (multiply, convert);
+    reads X, writes the quantized copy."""
+    k = gemm.K if columns is None else columns
+    elements = gemm.M * k
+    return VectorOp(
+        name, elements, 2.0, elements * FP16_BYTES, int(elements * out_bits / 8 + 0.5), gemm.count
+    )

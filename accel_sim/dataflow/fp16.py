@@ -1,0 +1,12 @@
+"""FP16 baseline (DESIGN.md §3): one matmul at R16, X, W and Y in FP16."""
+
+from __future__ import annotations
+
+from accel_sim.dataflow.plan import MatmulOp, Plan
+from accel_sim.dataflow.registry import register
+
+
+@register("fp16", description="FP16 activations and weights, one matmul at the FP16 rate")
+def build(gemm, arch, stats, knobs) -> Plan:
+    op = MatmulOp("matmul", gemm.M, gemm.K, gemm.N, "fp16", 16, 16, 16, count=gemm.count)
+    return Plan("fp16", gemm, (op,))

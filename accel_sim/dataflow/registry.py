@@ -1,0 +1,80 @@
+"""The dataflow registry: one module per scheme, one ``@register`` line each (STYLE.md).
+
+A dataflow is a function ``build(gemm, arch, stats, knobs) -> Plan``:
+
+* ``gemm`` — the GEMM to lower;
+* ``arch`` — the architecture (a plan may adapt, e.g. run FP16 work on an INT-only unit's
+  vector unit);
+* ``stats`` — data-dependent statistics of the GEMM's real tensors (OSC table width, outlier
+  channels, OPS skip fractions) or ``None`` when the scheme needs none or none is available;
+* ``knobs`` — the scheme's parameters, validated against ``Dataflow.knobs`` (defaults there).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from accel_sim.arch.schema import Arch
+from accel_sim.dataflow.plan import Plan
+from accel_sim.errors import UserInputError
+from accel_sim.workload.gemm import Gemm
+
+Builder = Callable[[Gemm, Arch, Mapping[str, Any] | None, Mapping[str, Any]], Plan]
+
+
+@dataclass(frozen=True)
+class Dataflow:
+    name: str
+    build: Builder
+    knobs: dict[str, Any] = field(default_factory=dict)
+    description: str = ""
+    needs_stats: bool = False
+
+    def resolve_knobs(self, given: Mapping[str, Any] | None, source: str = "knobs") -> dict:
+        """Defaults overlaid with ``given``; an unknown knob or a wrongly typed value is an error."""
+        knobs = dict(self.knobs)
+        for key, value in (given or {}).items():
+            if key not in self.knobs:
+                raise UserInputError(
+                    source, f"unknown knob for {self.name}; known: {sorted(self.knobs)}", key
+                )
+            default = self.knobs[key]
+            if isinstance(default, bool) != isinstance(value, bool) or (
+                isinstance(default, int | float) and not isinstance(value, int | float)
+            ):
+                raise UserInputError(
+                    source, f"{self.name} knob expects {type(default).__name__}, got {value!r}", key
+                )
+            knobs[key] = value
+        return knobs
+
+
+DATAFLOWS: dict[str, Dataflow] = {}
+
+
+def register(name: str, knobs: dict[str, Any] | None = None, description: str = "",
+             needs_stats: bool = False) -> Callable[[Builder], Builder]:  # fmt: skip
+    def wrap(build: Builder) -> Builder:
+        DATAFLOWS[name] = Dataflow(name, build, dict(knobs or {}), description, needs_stats)
+        return build
+
+    return wrap
+
+
+def get_dataflow(name: str, source: str = "--dataflow") -> Dataflow:
+    _load_all()
+    if name not in DATAFLOWS:
+        raise UserInputError(source, f"unknown dataflow {name!r}; known: {sorted(DATAFLOWS)}")
+    return DATAFLOWS[name]
+
+
+def dataflow_names() -> list[str]:
+    _load_all()
+    return list(DATAFLOWS)
+
+
+def _load_all() -> None:
+    # importing the modules runs their @register lines
+    from accel_sim.dataflow import fp16, w8a8  # noqa: F401

@@ -1,0 +1,143 @@
+"""Run an execution plan on an architecture: each operation in turn, timed and counted.
+
+Matmuls go through the DES (or its closed-form twin); vector, comparator and transfer operations
+are costed in closed form (they are single streaming passes with no tiling decisions):
+
+* vector op: ``startup + max(ceil(ops / lanes), ceil(bytes / bandwidth))`` cycles, running from
+  the first on-chip level when its operands fit there, else from DRAM;
+* comparator op: ``latency + ceil(comparisons / comparators)`` cycles;
+* transfer op: ``latency + ceil(bytes / DRAM read bandwidth)`` cycles.
+
+Operations are sequential (see ``dataflow/plan.py``); an op with ``count`` > 1 runs that many
+times back to back, each paying its own fill and drain.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field, replace
+
+from accel_sim.arch.schema import Arch
+from accel_sim.dataflow.plan import ComparatorOp, MatmulOp, Plan, TransferOp, VectorOp
+from accel_sim.engine.counts import ActionCounts, matmul_counts
+from accel_sim.engine.des import simulate_program
+from accel_sim.engine.program import Program
+from accel_sim.engine.twin import twin_cycles
+from accel_sim.errors import UserInputError
+
+
+@dataclass
+class OpResult:
+    name: str
+    kind: str
+    cycles: int
+    compute_cycles: int = 0
+    stalls: Counter = field(default_factory=Counter)
+    counts: ActionCounts = field(default_factory=ActionCounts)
+    unit_cycles: float = 0.0  # matrix-unit cycles at FP16-equivalent rate spent on useful MACs
+
+
+@dataclass
+class PlanResult:
+    plan: Plan
+    ops: list[OpResult]
+
+    @property
+    def cycles(self) -> int:
+        return sum(op.cycles for op in self.ops)
+
+
+_CACHE: dict[tuple, OpResult] = {}
+_CACHE_LIMIT = 20000
+
+
+def _matmul(arch: Arch, op: MatmulOp, engine: str, collapse: bool) -> OpResult:
+    key = (id(arch), replace(op, name="", count=1), engine, collapse)
+    hit = _CACHE.get(key)
+    if hit is None:
+        program = Program(arch, replace(op, count=1))
+        if engine == "twin":
+            cycles, compute, stalls = twin_cycles(program), program.compute_cycles, Counter()
+            if cycles > compute:
+                stalls["twin:memory"] = cycles - compute
+        else:
+            timing = simulate_program(program, collapse=collapse)
+            cycles, compute, stalls = timing.cycles, timing.compute_cycles, Counter(timing.stalls)
+        rate = program.rate
+        hit = OpResult(op.name, "matmul", cycles, compute, stalls, matmul_counts(program),
+                       unit_cycles=op.M * op.K * op.N / rate)  # fmt: skip
+        if len(_CACHE) >= _CACHE_LIMIT:
+            _CACHE.clear()
+        _CACHE[key] = hit
+    return _times(hit, op.name, op.count)
+
+
+def _times(result: OpResult, name: str, count: int) -> OpResult:
+    counts = ActionCounts()
+    counts.add(result.counts, count)
+    return OpResult(
+        name, result.kind, result.cycles * count, result.compute_cycles * count,
+        Counter({k: v * count for k, v in result.stalls.items()}), counts,
+        result.unit_cycles * count,
+    )  # fmt: skip
+
+
+def _vector(arch: Arch, op: VectorOp) -> OpResult:
+    lanes = arch.vector.bytes_per_cycle // 2
+    level = arch.memory[1] if op.read_bytes + op.write_bytes <= arch.memory[1].capacity_bytes \
+        else arch.memory[0]  # fmt: skip
+    bandwidth = min(level.read_bytes_per_cycle, level.write_bytes_per_cycle)
+    work = math.ceil(op.elements * op.ops_per_element / lanes)
+    traffic = math.ceil((op.read_bytes + op.write_bytes) / bandwidth)
+    cycles = arch.vector.startup_cycles + max(work, traffic)
+    counts = ActionCounts(vector_ops=op.elements * op.ops_per_element)
+    counts.bytes_read[level.name] += op.read_bytes
+    counts.bytes_written[level.name] += op.write_bytes
+    one = OpResult(op.name, "vector", cycles, 0, Counter({f"vector:{op.name}": cycles}), counts)
+    return _times(one, op.name, op.count)
+
+
+def _comparator(arch: Arch, op: ComparatorOp) -> OpResult:
+    unit = arch.early_bird
+    if unit is None:
+        raise UserInputError(arch.name, "this dataflow needs an early-bird comparator unit",
+                             "early_bird")  # fmt: skip
+    cycles = unit.latency_cycles + math.ceil(op.comparisons / unit.comparators)
+    one = OpResult(op.name, "comparator", cycles, 0, Counter({f"comparator:{op.name}": cycles}),
+                   ActionCounts(comparator_ops=op.comparisons))  # fmt: skip
+    return _times(one, op.name, op.count)
+
+
+def _transfer(arch: Arch, op: TransferOp) -> OpResult:
+    dram = arch.dram
+    cycles = dram.latency_cycles + math.ceil(op.read_bytes / dram.read_bytes_per_cycle)
+    counts = ActionCounts()
+    counts.bytes_read[dram.name] += op.read_bytes
+    counts.bytes_written[arch.memory[1].name] += op.read_bytes
+    one = OpResult(op.name, "transfer", cycles, 0, Counter({f"transfer:{op.name}": cycles}), counts)
+    return _times(one, op.name, op.count)
+
+
+def run_plan(arch: Arch, plan: Plan, engine: str = "des", collapse: bool = True) -> PlanResult:
+    """Time and count every operation of ``plan`` on ``arch``.
+
+    Args:
+        engine: ``"des"`` (the simpy engine) or ``"twin"`` (closed form, for first passes).
+        collapse: use the exact steady-state collapse (``False`` only for checking it).
+    """
+    if engine not in ("des", "twin"):
+        raise UserInputError("engine", f"must be 'des' or 'twin', got {engine!r}")
+    results = []
+    for op in plan.ops:
+        if isinstance(op, MatmulOp):
+            results.append(_matmul(arch, op, engine, collapse))
+        elif isinstance(op, VectorOp):
+            results.append(_vector(arch, op))
+        elif isinstance(op, ComparatorOp):
+            results.append(_comparator(arch, op))
+        elif isinstance(op, TransferOp):
+            results.append(_transfer(arch, op))
+        else:  # pragma: no cover - a new op type without a cost model is a programming error
+            raise TypeError(f"no cost model for {type(op).__name__}")
+    return PlanResult(plan, results)
