@@ -7,9 +7,9 @@ per (array, dataflow) config covers all GEMMs. The pure tests at the bottom need
 from __future__ import annotations
 
 import pytest
+from scalesim_ref import run_scalesim, scalesim_available
 
 from accel_sim.engine.systolic_timing import fold_plan
-from scalesim_ref import run_scalesim, scalesim_available
 
 # (M, K, N): C[M×N] = A[M×K]·B[K×N]. Non-multiples of both arrays, M = 1, K = 1, N = 1.
 GEMMS: list[tuple[int, int, int]] = [
@@ -118,3 +118,50 @@ def test_bad_arguments(kwargs: dict[str, object]) -> None:
     args.update(kwargs)
     with pytest.raises(ValueError):
         fold_plan(**args)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- end to end, through the CLI
+E2E_GEMMS = [(17, 65, 33), (100, 50, 300), (1, 64, 64), (64, 1, 64), (40, 3, 90), (8, 8, 8),
+             (33, 33, 1), (5, 200, 7)]  # fmt: skip
+
+CFG = """[general]
+run_name = e2e_{df}_{r}x{c}
+
+[architecture_presets]
+ArrayHeight : {r}
+ArrayWidth : {c}
+IfmapSramSzkB : 512
+FilterSramSzkB : 512
+OfmapSramSzkB : 256
+IfmapOffset : 0
+FilterOffset : 10000000
+OfmapOffset : 20000000
+Bandwidth : 10
+Dataflow : {df}
+MemoryBanks : 1
+
+[run_presets]
+InterfaceBandwidth : CALC
+"""
+
+
+@pytest.mark.parametrize("dataflow", DATAFLOWS)
+@pytest.mark.parametrize(("rows", "cols"), ARRAYS)
+def test_cli_compute_cycles_equal_scalesim(scalesim_ok, tmp_path, capsys, rows, cols, dataflow):
+    """``accel-sim arch from-scalesim`` + ``accel-sim run --json``: compute_cycles is exactly
+    SCALE-Sim's Total Cycles (stall-free CALC mode), for the same cfg."""
+    import json
+
+    from accel_sim.cli import main
+
+    cfg = tmp_path / "scale.cfg"
+    cfg.write_text(CFG.format(df=dataflow, r=rows, c=cols))
+    arch = tmp_path / "arch.yaml"
+    assert main(["arch", "from-scalesim", str(cfg), "-o", str(arch)]) == 0
+    capsys.readouterr()
+    ref = run_scalesim(rows, cols, dataflow, E2E_GEMMS)
+    for (m, k, n), rec in zip(E2E_GEMMS, ref, strict=True):
+        assert main(["run", "--arch", str(arch), "--gemm", f"{m}x{k}x{n}", "--dataflow", "fp16",
+                     "--json"]) == 0  # fmt: skip
+        ours = json.loads(capsys.readouterr().out)
+        assert ours["compute_cycles"] == rec["total_cycles"], (m, k, n)

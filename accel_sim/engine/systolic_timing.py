@@ -16,9 +16,9 @@ for 10); :attr:`SystolicFolds.busy_cycles` is the true count ``F·P``.
 Per fold, with T the streamed length (rows of the stream operand fed per fold):
 
 * **WS** (B stationary): rows tile K, cols tile N, A streams its M rows (T = M).
-  ``P = 2R + C + T − 2`` = R cycles to shift the weight tile in, T input rows, R − 1 input
-  skew over the rows, C − 1 for partial sums of the last row to leave the last column
-  (OFMAP prefix ``2R − 1`` + T lines, skewed by C − 1).
+  ``P = 2R + C + T − 2`` = R cycles to shift the weight tile in + T input rows + R − 1
+  for partial sums to descend the rows (input-row skew) + C − 1 for inputs to cross the
+  columns (OFMAP prefix ``2R − 1`` + T lines, skewed by C − 1).
 * **IS** (A stationary): rows tile K, cols tile M, B streams its N columns (T = N).
   Same shape as WS: ``P = 2R + C + T − 2``.
 * **OS** (C stationary): rows tile M, cols tile N, K streams (T = K).

@@ -51,11 +51,14 @@ def write_table(df: pd.DataFrame, path: str | Path) -> Path:
     return path
 
 
-def write_json(obj: Any, path: str | Path) -> Path:
+def atomic_write_text(path: str | Path, text: str) -> Path:
     path = Path(path)
-    text = json.dumps(obj, indent=2, sort_keys=False) + "\n"
     _atomic_write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
     return path
+
+
+def write_json(obj: Any, path: str | Path) -> Path:
+    return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False) + "\n")
 
 
 def read_gemm_csv(path: str | Path) -> list[Gemm]:

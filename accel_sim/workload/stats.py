@@ -47,7 +47,8 @@ def as_f32_matrix(X: Any, source: str = "X") -> np.ndarray:
     if arr.dtype.kind not in "fiuV":
         raise UserInputError(source, f"expected a real numeric array, got dtype {arr.dtype}")
     try:
-        out = np.ascontiguousarray(arr, dtype=np.float32)
+        with np.errstate(over="ignore"):  # values beyond float32 become Inf, rejected below
+            out = np.ascontiguousarray(arr, dtype=np.float32)
     except (TypeError, ValueError) as exc:
         raise UserInputError(source, f"cannot convert dtype {arr.dtype} to float32: {exc}") from exc
     if _absmax_bits(out.view(np.uint32)) >= _INF_BITS:

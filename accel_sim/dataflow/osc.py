@@ -1,0 +1,88 @@
+"""OSC: outlier suppression by a static per-group channel table (OSC §3, Algorithm 1; DESIGN.md §3).
+
+Offline, Algorithm 1 picks for each group of G channels along K the channel that most often holds
+a token's largest outlier (T = α·mean|X|, α = 5); the table has ``K' ≤ ceil(K/G)`` live entries.
+Online, per GEMM:
+
+1. vector unit gathers the K' table channels of X into B (M×K', FP16) and zeroes them in X;
+2. vector unit MX-quantizes X (MXFP4: blocks of 32 with an E8M0 scale = 4.25 bits/element;
+   NVFP4: blocks of 16 with an E4M3 scale = 4.5 bits/element): block absmax, scale, convert;
+3. path A: ``M×K×N`` at the FP4 rate against W in the same format;
+4. path B: ``M×K'×N`` at the FP16 rate against W_L (the K' rows of W kept in FP16); its epilogue
+   adds path A's result (1 op per output);
+5. the table itself (``ceil(K/G)`` 16-bit indices) is read from DRAM.
+
+Down-projection inputs (``kind == "down_in"``) fall back to MXFP8 with no branch when
+``fallback_down`` is on (OSC §3.4). Without trace statistics K' = ceil(K/G), the table's upper
+bound, which is exactly the paper's Table 2 assumption: compute-bound speedup over W8A8
+0.5 / (0.25 + 1/G) = 1.60 / 1.78 / 1.88 for G = 16 / 32 / 64.
+"""
+
+from __future__ import annotations
+
+import math
+
+from accel_sim.dataflow.common import FP16_BYTES
+from accel_sim.dataflow.plan import MatmulOp, Plan, TransferOp, VectorOp
+from accel_sim.dataflow.registry import register
+from accel_sim.errors import UserInputError
+
+KNOBS = {"G": 32, "base": "mxfp4", "fallback_down": True, "alpha": 5.0}
+FORMAT_BITS = {"mxfp4": 4 + 8 / 32, "nvfp4": 4 + 8 / 16, "mxfp8": 8 + 8 / 32}
+
+
+def table_channels(gemm, stats, G: int, alpha: float) -> tuple[int, str]:
+    """K' (live table entries) from the trace statistics, or the upper bound ceil(K/G)."""
+    groups = math.ceil(gemm.K / G)
+    if stats and "osc_table_channels" in stats:
+        if alpha != 5.0:
+            raise UserInputError("knobs", "the compact trace has OSC tables for α = 5 only; "
+                                 "capture a full trace to use another α", "alpha")  # fmt: skip
+        table = stats["osc_table_channels"]
+        if str(G) not in table:
+            raise UserInputError("knobs", f"the trace has OSC tables for G in {sorted(table)} "
+                                 "only; capture a full trace for other G", "G")  # fmt: skip
+        return min(int(table[str(G)]), groups), "trace"
+    return groups, "upper bound ceil(K/G)"
+
+
+def _mx_quantize(gemm, bits: float, name: str) -> VectorOp:
+    elements = gemm.M * gemm.K
+    # block absmax (1) + scale (1) + convert (1) per element
+    return VectorOp(name, elements, 3.0, elements * FP16_BYTES, math.ceil(elements * bits / 8),
+                    gemm.count)  # fmt: skip
+
+
+@register("osc", KNOBS, "MXFP4/NVFP4 base path + FP16 branch of the table's channels",
+          needs_stats=True)  # fmt: skip
+def build(gemm, arch, stats, knobs) -> Plan:
+    G, base = knobs["G"], knobs["base"]
+    if base not in ("mxfp4", "nvfp4"):
+        raise UserInputError("knobs", f"base must be mxfp4 or nvfp4, got {base!r}", "base")
+    if not isinstance(G, int) or G <= 0:
+        raise UserInputError("knobs", f"G must be a positive integer, got {G!r}", "G")
+    if gemm.kind == "down_in" and knobs["fallback_down"]:
+        bits = FORMAT_BITS["mxfp8"]
+        ops = (
+            _mx_quantize(gemm, bits, "quantize_mxfp8"),
+            MatmulOp("path_mxfp8", gemm.M, gemm.K, gemm.N, "fp8", bits, bits, 16,
+                     epilogue_ops_per_output=1.0, count=gemm.count),
+        )  # fmt: skip
+        return Plan("osc", gemm, ops, ("down-projection input: MXFP8 fallback, no branch",),
+                    {**knobs, "table_channels": 0})  # fmt: skip
+    k_table, source = table_channels(gemm, stats, G, knobs["alpha"])
+    bits = FORMAT_BITS[base]
+    ops: list = [TransferOp("lookup_table", 2 * math.ceil(gemm.K / G), gemm.count)]
+    if k_table:
+        gathered = gemm.M * k_table
+        ops.append(VectorOp("gather_branch", gathered, 1.0, gathered * FP16_BYTES,
+                            gathered * FP16_BYTES, gemm.count))  # fmt: skip
+    ops.append(_mx_quantize(gemm, bits, f"quantize_{base}"))
+    ops.append(MatmulOp("path_a_fp4", gemm.M, gemm.K, gemm.N, "fp4", bits, bits, 16,
+                        epilogue_ops_per_output=1.0, count=gemm.count))  # fmt: skip
+    if k_table:
+        ops.append(MatmulOp("path_b_fp16", gemm.M, k_table, gemm.N, "fp16", 16, 16, 16,
+                            epilogue_ops_per_output=1.0, count=gemm.count))  # fmt: skip
+    notes = (f"branch width K'={k_table} ({source})",
+             "path B's partial output is added in its epilogue (1 op per output)")  # fmt: skip
+    return Plan("osc", gemm, tuple(ops), notes, {**knobs, "table_channels": k_table})

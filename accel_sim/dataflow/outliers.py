@@ -1,0 +1,23 @@
+"""Outlier-channel helpers shared by MUXQ and LLM.int8()."""
+
+from __future__ import annotations
+
+from accel_sim.errors import UserInputError
+
+
+def outlier_channel_count(gemm, stats, knobs, scheme: str) -> tuple[int, str]:
+    """Number of outlier channels (any |x| > threshold): the ``outlier_channels`` knob when set,
+    else the trace statistics; with neither, an error (never a hidden constant)."""
+    if knobs.get("outlier_channels", -1) >= 0:
+        return min(int(knobs["outlier_channels"]), gemm.K), "knob"
+    if stats and "outlier_channels" in stats:
+        if knobs["threshold"] != 6.0:
+            raise UserInputError("knobs", "the compact trace counts outlier channels at "
+                                 "|x| > 6 only; capture a full trace for another threshold",
+                                 "threshold")  # fmt: skip
+        return min(int(stats["outlier_channels"]), gemm.K), "trace"
+    raise UserInputError(
+        f"{scheme} on {gemm.label}",
+        f"needs the number of outlier channels: run it on a trace (--trace) or set "
+        f"--knob {scheme}.outlier_channels=N",
+    )

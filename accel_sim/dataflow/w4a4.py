@@ -1,0 +1,19 @@
+"""W4A4 static (PrefixQuant O2; DESIGN.md §3): INT4 weights per channel, per-tensor static INT4
+activations, one matmul at R4. The static scale is fused into the producer of X (no absmax or
+quantize pass); the epilogue dequantizes and requantizes (2 multiplies per output). PrefixQuant's
+prefixed tokens only lengthen attention's K/V (``workload/models.py``), not the linear layers.
+"""
+
+from __future__ import annotations
+
+from accel_sim.dataflow.common import scale_bits_per_element
+from accel_sim.dataflow.plan import MatmulOp, Plan
+from accel_sim.dataflow.registry import register
+
+
+@register("w4a4_static", {}, "INT4 per-channel weights, per-tensor static INT4 activations")
+def build(gemm, arch, stats, knobs) -> Plan:
+    op = MatmulOp("matmul", gemm.M, gemm.K, gemm.N, "int4", 4,
+                  4 + scale_bits_per_element(gemm.K), 16, epilogue_ops_per_output=2.0,
+                  count=gemm.count)  # fmt: skip
+    return Plan("w4a4_static", gemm, (op,), (), dict(knobs))

@@ -1,0 +1,302 @@
+"""Bad input never crashes: one clear stderr line, exit code 2, no traceback, no partial output.
+
+Every case runs ``accel_sim.cli.main`` in-process; argparse errors raise ``SystemExit(2)``,
+user errors make ``main`` return 2 (see ``run_cli``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from accel_sim.cli import main
+from accel_sim.dataflow.plan import MatmulOp
+from accel_sim.errors import UserInputError
+
+ARCH_YAML = Path(__file__).resolve().parents[1] / "arch_configs" / "ascend_like_cube.yaml"
+GEMM = "64x64x64"
+
+
+@pytest.fixture
+def run_cli(capsys):
+    def run(args: list[str]) -> tuple[int, str, str]:
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as exc:
+            code = exc.code
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+def assert_user_error(result: tuple[int, str, str], *needles: str, out: Path | None = None) -> str:
+    """Exit 2, exactly one non-empty stderr line without a traceback, naming every needle."""
+    code, _, err = result
+    line = err.rstrip("\n")
+    assert code == 2, f"exit code {code!r}, stderr:\n{err}"
+    assert line, "stderr is empty"
+    assert "\n" not in line, f"stderr is not one line:\n{err}"
+    assert "Traceback" not in line
+    for needle in needles:
+        assert needle in line, f"{needle!r} not in stderr line: {line}"
+    if out is not None:
+        assert not out.exists(), f"partial output {out} left behind"
+    return line
+
+
+def arch_variant(tmp_path: Path, mutate) -> Path:
+    """``ascend_like_cube.yaml`` loaded, mutated in place by ``mutate(data)``, dumped to tmp."""
+    data = yaml.safe_load(ARCH_YAML.read_text(encoding="utf-8"))
+    mutate(data)
+    path = tmp_path / "variant.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def run_args(tmp_path: Path, *extra: str) -> tuple[list[str], Path]:
+    out = tmp_path / "out.csv"
+    return ["run", "--gemm", GEMM, *extra, "--out", str(out)], out
+
+
+# --- positive control ---------------------------------------------------------------------------
+
+
+def test_valid_run_writes_out(tmp_path, run_cli):
+    args, out = run_args(tmp_path)
+    code, stdout, err = run_cli(args)
+    assert code == 0, err
+    assert out.is_file() and out.stat().st_size > 0
+    assert "wrote" in stdout
+
+
+# --- architecture files -------------------------------------------------------------------------
+
+
+def test_missing_arch_file(tmp_path, run_cli):
+    missing = tmp_path / "nope.yaml"
+    args, out = run_args(tmp_path, "--arch", str(missing))
+    assert_user_error(run_cli(args), str(missing), "not found", out=out)
+
+
+def test_missing_arch_name(tmp_path, run_cli):
+    args, out = run_args(tmp_path, "--arch", "no_such_arch")
+    assert_user_error(run_cli(args), "no_such_arch", out=out)
+
+
+def test_malformed_yaml(tmp_path, run_cli):
+    bad = tmp_path / "broken.yaml"
+    bad.write_text("name: x\nclock_hz: 1e9\ncompute: {kind: cube, rates: [1, 2\nvector: {}\n")
+    args, out = run_args(tmp_path, "--arch", str(bad))
+    line = assert_user_error(run_cli(args), str(bad), "malformed YAML", out=out)
+    assert "line " in line
+
+
+def test_truncated_yaml(tmp_path, run_cli):
+    bad = tmp_path / "truncated.yaml"
+    bad.write_text(ARCH_YAML.read_text(encoding="utf-8")[:1500])
+    args, out = run_args(tmp_path, "--arch", str(bad))
+    assert_user_error(run_cli(args), str(bad), out=out)
+
+
+def test_binary_yaml(tmp_path, run_cli):
+    bad = tmp_path / "binary.yaml"
+    bad.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe\x80garbage")
+    args, out = run_args(tmp_path, "--arch", str(bad))
+    assert_user_error(run_cli(args), str(bad), out=out)
+
+
+def _set(path: str, value):
+    """A mutator setting ``data[a][b]... = value`` (integer parts index lists)."""
+
+    def mutate(data):
+        *parents, last = [int(p) if p.isdigit() else p for p in path.split(".")]
+        node = data
+        for part in parents:
+            node = node[part]
+        node[last] = value
+
+    return mutate
+
+
+def _systolic_rows_abc(data):
+    data["compute"] = {"kind": "systolic", "rows": "abc", "cols": 16, "dataflow": "ws"}
+
+
+@pytest.mark.parametrize(
+    ("mutate", "needles"),
+    [
+        (_set("bogus_top", 1), ("bogus_top", "unknown key")),
+        (_set("memory.0.bogus", 1), ("memory.0.bogus", "unknown key")),
+        (_set("memory.1.capacity_bytes", -5), ("memory.1.capacity_bytes", "-5")),
+        (_systolic_rows_abc, ("compute.rows", "abc")),
+        (lambda d: d.pop("clock_hz"), ("clock_hz",)),
+        (_set("energy.mac_fp16.unit", "fJ/MAC"), ("energy.mac_fp16.unit", "fJ/MAC")),
+        (_set("clock_hz", float("nan")), ("clock_hz",)),
+        (lambda d: d.clear(), ()),
+    ],
+    ids=[
+        "unknown-top-key",
+        "unknown-nested-key",
+        "negative-capacity",
+        "rows-abc",
+        "missing-clock_hz",
+        "wrong-energy-unit",
+        "nan-clock",
+        "empty-file",
+    ],
+)
+def test_bad_arch_value(tmp_path, run_cli, mutate, needles):
+    arch = arch_variant(tmp_path, mutate)
+    args, out = run_args(tmp_path, "--arch", str(arch))
+    assert_user_error(run_cli(args), str(arch), *needles, out=out)
+
+
+def test_precision_the_unit_lacks(tmp_path, run_cli):
+    arch = arch_variant(tmp_path, lambda d: d["compute"]["rates"].pop("int8"))
+    args, out = run_args(tmp_path, "--arch", str(arch), "--dataflow", "w8a8")
+    assert_user_error(run_cli(args), "int8", "compute.rates", out=out)
+
+
+def test_gemm_cannot_be_tiled(tmp_path, run_cli):
+    def tiny_l0a(data):
+        next(m for m in data["memory"] if m["name"] == "L0A")["capacity_bytes"] = 512
+
+    arch = arch_variant(tmp_path, tiny_l0a)
+    args, out = run_args(tmp_path, "--arch", str(arch))
+    line = assert_user_error(run_cli(args), "L0A", out=out)
+    assert "cannot" in line or "fit" in line
+
+
+# --- GEMMs --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "gemm", ["0x64x64", "64x-8x64", "64x64x3.5", "garbage", "64x64x64x64", "nanx64x64", "x"]
+)
+def test_bad_gemm(tmp_path, run_cli, gemm):
+    out = tmp_path / "out.csv"
+    result = run_cli(["run", f"--gemm={gemm}", "--out", str(out)])
+    assert_user_error(result, "--gemm", gemm, out=out)
+
+
+def test_gemms_csv_missing(tmp_path, run_cli):
+    missing = tmp_path / "nope.csv"
+    out = tmp_path / "out.csv"
+    assert_user_error(run_cli(["run", "--gemms", missing, "--out", out]), str(missing), out=out)
+
+
+@pytest.mark.parametrize(
+    ("text", "needles"),
+    [
+        ("M,K\n64,64\n", ("missing column", "N")),
+        ("M,K,N\n64,nan,64\n", ("K=",)),
+        ("M,K,N\n64,64,NaN\n", ("N=",)),
+        ("M,K,N\n64,-64,64\n", ("K=", "-64")),
+        ("M,K,N\n64,3.5,64\n", ("K=", "3.5")),
+        ("M,K,N,bogus\n64,64,64,1\n", ("bogus",)),
+        ("", ()),
+        ("M,K,N\n", ("no GEMM rows",)),
+        ("M,K,N\n64,64,64\n128,12", ()),
+        ("M,K,N\n64,abc,64\n", ("K=", "abc")),
+    ],
+    ids=[
+        "missing-column",
+        "nan",
+        "NaN-upper",
+        "negative",
+        "float",
+        "extra-column",
+        "empty-file",
+        "header-only",
+        "truncated-row",
+        "garbage-value",
+    ],
+)
+def test_bad_gemms_csv(tmp_path, run_cli, text, needles):
+    csv = tmp_path / "gemms.csv"
+    csv.write_text(text, encoding="utf-8")
+    out = tmp_path / "out.csv"
+    result = run_cli(["run", "--gemms", csv, "--out", out])
+    assert_user_error(result, str(csv), *needles, out=out)
+
+
+def test_gemms_csv_binary_garbage(tmp_path, run_cli):
+    csv = tmp_path / "gemms.csv"
+    csv.write_bytes(b"M,K,N\n64,64,64\n\x00\x9f\xff\xfe\x80\x81PK\x03\x04" * 3)
+    out = tmp_path / "out.csv"
+    assert_user_error(run_cli(["run", "--gemms", csv, "--out", out]), str(csv), out=out)
+
+
+# --- dataflows, knobs, output -------------------------------------------------------------------
+
+
+def test_unknown_dataflow(tmp_path, run_cli):
+    args, out = run_args(tmp_path, "--dataflow", "w9a9")
+    assert_user_error(run_cli(args), "w9a9", out=out)
+
+
+@pytest.mark.parametrize(
+    ("knob", "needles"),
+    [
+        ("w8a8.bogus=1", ("bogus", "unknown knob")),
+        ("w8a8.format=1", ("format", "1")),
+        ("w8a8.format=int3", ("format", "int3")),
+        ("w8a8format=1", ("--knob", "w8a8format=1")),
+        ("w8a8.format", ("--knob", "w8a8.format")),
+    ],
+    ids=["unknown-knob", "wrong-type", "bad-value", "no-dot", "no-value"],
+)
+def test_bad_knob(tmp_path, run_cli, knob, needles):
+    args, out = run_args(tmp_path, "--dataflow", "w8a8", "--knob", knob)
+    assert_user_error(run_cli(args), *needles, out=out)
+
+
+def test_bad_out_suffix(tmp_path, run_cli):
+    out = tmp_path / "out.txt"
+    assert_user_error(run_cli(["run", "--gemm", GEMM, "--out", out]), str(out), ".csv", out=out)
+
+
+def test_out_in_missing_directory(tmp_path, run_cli):
+    out = tmp_path / "no_dir" / "out.csv"
+    result = run_cli(["run", "--gemm", GEMM, "--out", out])
+    assert_user_error(result, str(out.parent), "does not exist", out=out)
+
+
+def test_no_gemm_given(tmp_path, run_cli):
+    out = tmp_path / "out.csv"
+    assert_user_error(run_cli(["run", "--out", out]), "--gemm", out=out)
+
+
+# --- CLI flags ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["run", "--bogus"], ("--bogus",)),
+        ([], ("required",)),
+        (["frobnicate"], ("frobnicate",)),
+        (["run", "--gemm", GEMM, "--engine", "warp"], ("warp",)),
+        (["run", "--gemm"], ("--gemm",)),
+    ],
+    ids=["unknown-flag", "missing-subcommand", "unknown-subcommand", "bad-choice", "no-value"],
+)
+def test_bad_cli(run_cli, args, needles):
+    assert_user_error(run_cli(args), *needles)
+
+
+def test_arch_show_unknown(run_cli):
+    assert_user_error(run_cli(["arch", "show", "no_such_arch"]), "no_such_arch")
+
+
+# --- API level ----------------------------------------------------------------------------------
+
+
+def test_unknown_precision_api():
+    with pytest.raises(UserInputError) as info:
+        MatmulOp("matmul", 64, 64, 64, "fp7", a_bits=8, b_bits=8)
+    message = str(info.value)
+    assert "fp7" in message and "\n" not in message

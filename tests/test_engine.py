@@ -1,0 +1,123 @@
+"""The DES against hand-derived numbers, its own collapse, and its closed-form twin."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from accel_sim.arch.load import load_arch
+from accel_sim.dataflow.plan import MatmulOp
+from accel_sim.engine.des import simulate_program
+from accel_sim.engine.program import Program
+from accel_sim.engine.twin import twin_cycles
+
+CUBE = "ascend_like_cube"
+BITS = {"fp16": 16, "fp8": 8, "fp4": 4, "int8": 8, "int4": 4, "int16": 16}
+
+
+def _op(M, K, N, precision="fp16", **kw):
+    bits = BITS[precision]
+    return MatmulOp("t", M, K, N, precision, bits, bits, **kw)
+
+
+@pytest.mark.parametrize("M,K,N", [(16, 4096, 4096), (100, 300, 50), (2048, 768, 512), (1, 1, 1)])
+@pytest.mark.parametrize("precision,rate", [("fp16", 1), ("fp8", 2), ("fp4", 4)])
+def test_cube_compute_cycles_are_blocks_per_cycle(M, K, N, precision, rate):
+    """Ascend cube: one 16×(16·r)×16 block per cycle, edge blocks padded (DESIGN.md §2)."""
+    program = Program(load_arch(CUBE), _op(M, K, N, precision))
+    expected = math.ceil(M / 16) * math.ceil(K / (16 * rate)) * math.ceil(N / 16)
+    assert program.compute_cycles == expected
+
+
+def test_rate_table_gives_1_2_4():
+    arch = load_arch(CUBE)
+    cycles = [Program(arch, _op(256, 4096, 256, p)).compute_cycles for p in ("fp16", "fp8", "fp4")]
+    assert cycles[0] == 2 * cycles[1] == 4 * cycles[2]
+
+
+def test_accounting_identity():
+    """cycles = compute + Σ stalls, and stalls name real causes."""
+    program = Program(load_arch(CUBE), _op(512, 2048, 1024, "int8"))
+    t = simulate_program(program)
+    assert t.cycles == t.compute_cycles + sum(t.stalls.values())
+    assert all(k.startswith(("load:", "store:", "drain")) for k in t.stalls)
+
+
+def test_memory_bound_decode_is_paced_by_hbm():
+    """16×4096×4096 INT8: the 16 MB of weights cross HBM at 37 B/cycle; nothing else comes close."""
+    arch = load_arch(CUBE)
+    program = Program(arch, _op(16, 4096, 4096, "int8"))
+    t = simulate_program(program)
+    hbm_bytes = sum(b for ln, b in zip(program.links, program.link_bytes) if ln.src == 0)
+    lower = hbm_bytes / arch.dram.read_bytes_per_cycle
+    assert lower <= t.cycles <= 1.02 * lower
+    assert max(t.stalls, key=t.stalls.get) == "load:HBM->L2"
+
+
+SHAPES = [(16, 4096, 4096), (64, 4096, 12288), (128, 4096, 4096), (512, 768, 2048),
+          (100, 300, 50), (2048, 4096, 4096), (1, 512, 512), (333, 777, 555)]  # fmt: skip
+
+
+@pytest.mark.parametrize("M,K,N", SHAPES)
+@pytest.mark.parametrize("precision", ["fp16", "int8", "fp4"])
+def test_collapse_is_exact(M, K, N, precision):
+    program = Program(load_arch(CUBE), _op(M, K, N, precision, epilogue_ops_per_output=2))
+    fast = simulate_program(program, collapse=True)
+    slow = simulate_program(program, collapse=False)
+    assert fast.cycles == slow.cycles
+    assert fast.stalls == slow.stalls
+    if program.n_steps > 200:
+        assert fast.collapsed_steps > 0
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    M=st.integers(1, 700), K=st.integers(1, 3000), N=st.integers(1, 900),
+    precision=st.sampled_from(["fp16", "int8", "fp4"]),
+    arch=st.sampled_from([CUBE, "systolic_32x32_ws", "systolic_128x128_os"]),
+)  # fmt: skip
+def test_collapse_exact_property(M, K, N, precision, arch):
+    program = Program(load_arch(arch), _op(M, K, N, precision))
+    fast, slow = simulate_program(program), simulate_program(program, collapse=False)
+    assert (fast.cycles, fast.stalls) == (slow.cycles, slow.stalls)
+    assert fast.cycles >= fast.compute_cycles
+    # no hop can beat its bandwidth: a lower bound independent of the DES
+    dram_bytes = sum(b for ln, b in zip(program.links, program.link_bytes) if 0 in (ln.src, ln.dst))
+    assert fast.cycles >= dram_bytes / program.arch.dram.read_bytes_per_cycle
+
+
+# DES vs closed-form twin. Agreement within 0.5 % where one resource paces every step
+# (memory-bound decode, stall-free compute-bound systolic runs). Where steps alternate between
+# heavy and light (an operand panel loaded on the first pass only) or where HBM latency and
+# port queueing interact with only two buffers, the twin's sum of per-step maxima cannot see
+# the queueing: those cases are listed with the gap we measured, so a regression shows.
+AGREE = [
+    (CUBE, 16, 4096, 4096, "fp16"), (CUBE, 16, 4096, 4096, "int8"), (CUBE, 16, 4096, 4096, "fp4"),
+    (CUBE, 64, 4096, 12288, "fp16"), (CUBE, 64, 4096, 12288, "int8"),
+    (CUBE, 64, 4096, 12288, "fp4"), (CUBE, 128, 4096, 4096, "fp16"),
+    (CUBE, 128, 4096, 4096, "int8"), (CUBE, 1, 512, 512, "fp16"), (CUBE, 1, 512, 512, "int8"),
+]  # fmt: skip
+DIVERGE = [  # (case, documented bound on |twin − DES| / DES)
+    ((CUBE, 2048, 4096, 4096, "fp16"), 0.20),  # A re-read per n-block + latency queueing
+    ((CUBE, 2048, 4096, 4096, "fp4"), 0.20),
+    ((CUBE, 100, 300, 50, "fp4"), 0.20),  # 3 steps: fill and drain dominate
+    ((CUBE, 512, 768, 2048, "fp4"), 0.30),  # B panel loads only on the first m-pass
+]
+
+
+@pytest.mark.parametrize("arch,M,K,N,precision", AGREE)
+def test_twin_agrees(arch, M, K, N, precision):
+    program = Program(load_arch(arch), _op(M, K, N, precision))
+    des = simulate_program(program).cycles
+    assert abs(twin_cycles(program) - des) / des < 0.005
+
+
+@pytest.mark.parametrize("case,bound", DIVERGE)
+def test_twin_documented_gaps(case, bound):
+    arch, M, K, N, precision = case
+    program = Program(load_arch(arch), _op(M, K, N, precision))
+    des = simulate_program(program).cycles
+    assert abs(twin_cycles(program) - des) / des < bound
