@@ -81,11 +81,6 @@ def test_missing_arch_file(tmp_path, run_cli):
     assert_user_error(run_cli(args), str(missing), "not found", out=out)
 
 
-def test_missing_arch_name(tmp_path, run_cli):
-    args, out = run_args(tmp_path, "--arch", "no_such_arch")
-    assert_user_error(run_cli(args), "no_such_arch", out=out)
-
-
 def test_malformed_yaml(tmp_path, run_cli):
     bad = tmp_path / "broken.yaml"
     bad.write_text("name: x\nclock_hz: 1e9\ncompute: {kind: cube, rates: [1, 2\nvector: {}\n")
@@ -101,9 +96,12 @@ def test_truncated_yaml(tmp_path, run_cli):
     assert_user_error(run_cli(args), str(bad), out=out)
 
 
-def test_binary_yaml(tmp_path, run_cli):
-    bad = tmp_path / "binary.yaml"
-    bad.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe\x80garbage")
+@pytest.mark.parametrize(
+    "content", [b"\x89PNG\r\n\x1a\n\x00\xff\xfe\x80garbage", b"", b"- 1\n- 2\n"]
+)
+def test_unusable_yaml(tmp_path, run_cli, content):
+    bad = tmp_path / "bad.yaml"
+    bad.write_bytes(content)
     args, out = run_args(tmp_path, "--arch", str(bad))
     assert_user_error(run_cli(args), str(bad), out=out)
 
@@ -135,6 +133,8 @@ def _systolic_rows_abc(data):
         (lambda d: d.pop("clock_hz"), ("clock_hz",)),
         (_set("energy.mac_fp16.unit", "fJ/MAC"), ("energy.mac_fp16.unit", "fJ/MAC")),
         (_set("clock_hz", float("nan")), ("clock_hz",)),
+        (_set("clock_hz", float("inf")), ("clock_hz",)),
+        (_set("memory.1.read_bytes_per_cycle", float("inf")), ("memory.1.read_bytes_per_cycle",)),
         (lambda d: d.clear(), ()),
     ],
     ids=[
@@ -145,7 +145,9 @@ def _systolic_rows_abc(data):
         "missing-clock_hz",
         "wrong-energy-unit",
         "nan-clock",
-        "empty-file",
+        "inf-clock",
+        "inf-bandwidth",
+        "empty-mapping",
     ],
 )
 def test_bad_arch_value(tmp_path, run_cli, mutate, needles):
@@ -201,6 +203,7 @@ def test_gemms_csv_missing(tmp_path, run_cli):
         ("M,K,N\n", ("no GEMM rows",)),
         ("M,K,N\n64,64,64\n128,12", ()),
         ("M,K,N\n64,abc,64\n", ("K=", "abc")),
+        ("M,K,N\n64,64,64,99\n", ()),
     ],
     ids=[
         "missing-column",
@@ -213,6 +216,7 @@ def test_gemms_csv_missing(tmp_path, run_cli):
         "header-only",
         "truncated-row",
         "garbage-value",
+        "row-with-extra-field",
     ],
 )
 def test_bad_gemms_csv(tmp_path, run_cli, text, needles):
@@ -238,19 +242,22 @@ def test_unknown_dataflow(tmp_path, run_cli):
     assert_user_error(run_cli(args), "w9a9", out=out)
 
 
-@pytest.mark.parametrize(
-    ("knob", "needles"),
-    [
-        ("w8a8.bogus=1", ("bogus", "unknown knob")),
-        ("w8a8.format=1", ("format", "1")),
-        ("w8a8.format=int3", ("format", "int3")),
-        ("w8a8format=1", ("--knob", "w8a8format=1")),
-        ("w8a8.format", ("--knob", "w8a8.format")),
-    ],
-    ids=["unknown-knob", "wrong-type", "bad-value", "no-dot", "no-value"],
-)
-def test_bad_knob(tmp_path, run_cli, knob, needles):
-    args, out = run_args(tmp_path, "--dataflow", "w8a8", "--knob", knob)
+KNOB_CASES = {  # id: (dataflow run, --knob, substrings the error line must contain)
+    "unknown-knob": ("w8a8", "w8a8.bogus=1", ("bogus", "unknown knob")),
+    "wrong-type-int": ("osc", "osc.G=abc", ("G", "abc")),
+    "wrong-type-bool": ("osc", "osc.fallback_down=1", ("fallback_down",)),
+    "wrong-type-str": ("w8a8", "w8a8.format=1", ("format", "1")),
+    "bad-value": ("w8a8", "w8a8.format=int3", ("format", "int3")),
+    "no-dot": ("w8a8", "w8a8format=1", ("--knob", "w8a8format=1")),
+    "no-value": ("w8a8", "w8a8.format", ("--knob", "w8a8.format")),
+    "knob-for-unknown-dataflow": ("w8a8", "nosuchflow.x=1", ("nosuchflow",)),
+    "knob-for-dataflow-not-run": ("w8a8", "fp16.bogus=1", ("bogus",)),
+}
+
+
+@pytest.mark.parametrize(("flow", "knob", "needles"), KNOB_CASES.values(), ids=KNOB_CASES)
+def test_bad_knob(tmp_path, run_cli, flow, knob, needles):
+    args, out = run_args(tmp_path, "--dataflow", flow, "--knob", knob)
     assert_user_error(run_cli(args), *needles, out=out)
 
 
@@ -263,6 +270,13 @@ def test_out_in_missing_directory(tmp_path, run_cli):
     out = tmp_path / "no_dir" / "out.csv"
     result = run_cli(["run", "--gemm", GEMM, "--out", out])
     assert_user_error(result, str(out.parent), "does not exist", out=out)
+
+
+def test_out_is_a_directory(tmp_path, run_cli):
+    out = tmp_path / "dir.csv"
+    out.mkdir()
+    assert_user_error(run_cli(["run", "--gemm", GEMM, "--out", out]), str(out))
+    assert out.is_dir() and not any(out.iterdir()) and not list(tmp_path.glob(".dir.csv.*"))
 
 
 def test_no_gemm_given(tmp_path, run_cli):

@@ -77,4 +77,4 @@ def dataflow_names() -> list[str]:
 
 def _load_all() -> None:
     # importing the modules runs their @register lines
-    from accel_sim.dataflow import fp16, w8a8  # noqa: F401
+    from accel_sim.dataflow import fp16, llm_int8, muxq, ops, osc, w4a4, w8a8  # noqa: F401

@@ -61,6 +61,23 @@ def write_json(obj: Any, path: str | Path) -> Path:
     return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False) + "\n")
 
 
+def read_csv_checked(path: str | Path, required: list[str]) -> pd.DataFrame:
+    """A CSV with at least the ``required`` columns; any problem is one :class:`UserInputError`."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserInputError(str(path), "file not found")
+    try:
+        df = pd.read_csv(path, skipinitialspace=True)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+        raise UserInputError(str(path), f"not a readable CSV ({err.__class__.__name__})") from None
+    missing = [c for c in required if c not in df.columns]
+    if missing:
+        raise UserInputError(str(path), f"missing column(s) {missing}")
+    if df[required].isna().any().any():
+        raise UserInputError(str(path), "empty or NaN cells in required columns")
+    return df
+
+
 def read_gemm_csv(path: str | Path) -> list[Gemm]:
     """GEMMs from a CSV with columns ``M,K,N`` and optionally ``name`` (one row per GEMM)."""
     path = Path(path)

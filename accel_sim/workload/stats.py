@@ -1,19 +1,18 @@
 """Statistics of real activation tensors behind the data-dependent costs (DESIGN §2, §3).
 
-Each public kernel ``f`` validates its input, converts X once to a C-contiguous float32 matrix
-(M tokens × K channels) and runs a numba kernel; ``f_ref`` computes the same in plain numpy (for
-tests). Results are deterministic: counts are exact integers, and :func:`mean_abs` adds per-row
-float64 sums in a fixed order whatever the thread count. Comparisons |x| > T are exact: float32
-|x| against the float64 T, done in the kernels on float32 bit patterns (see :func:`_t_bits`).
-
-Sources: OSC (seed 000) eq. 1 (threshold), Algorithm 1 (lookup table), §2.2 eqs. 2-4 (clustering
-density, Table 1). MUXQ/LLM.int8 outlier channels, INT16 slices and OPS early-bird statistics and
-:func:`tensor_stats` live in :mod:`accel_sim.workload.stats_ops` (re-exported lazily here).
+Each public kernel ``f`` validates X, converts it once to C-contiguous float32 (M tokens × K
+channels) and runs a numba kernel; ``f_ref`` is its plain-numpy twin. Results are deterministic
+(exact integer counts; :func:`mean_abs` sums per-row float64 partials in a fixed order) and
+|x| > T is decided exactly (float32 |x| vs float64 T, on bit patterns: :func:`_t_bits`).
+Sources: OSC (seed 000) eq. 1, Algorithm 1, §2.2 eqs. 2-4 / Table 1. MUXQ outlier channels, OPS
+INT16 slices and early bird, and :func:`tensor_stats` are in :mod:`.stats_ops` (re-exported here).
 """
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numba
@@ -29,16 +28,30 @@ _ROW_BLOCKS = 64  # parallel work items for kernels that keep per-block integer 
 _SCAN = 32  # block width of the vectorised "any |x| > T" pre-scan of the OSC kernels
 _ABS = np.uint32(0x7FFFFFFF)
 _INF_BITS = 0x7F800000  # bits(|x|) >= this  <=>  x is Inf or NaN
+_PARALLEL_MIN = 1 << 16  # inputs with fewer elements run the kernels on one thread
+
+
+def _serial_if_small(kernel: Callable[..., Any]) -> Callable[..., Any]:
+    """Run a parallel kernel on one thread when its first argument has < _PARALLEL_MIN elements:
+    threads gain nothing there, and an OpenMP team stalls when the cores are busy elsewhere."""
+
+    @functools.wraps(kernel)
+    def run(*args: Any) -> Any:
+        previous = numba.get_num_threads()
+        numba.set_num_threads(1 if args[0].size < _PARALLEL_MIN else previous)
+        try:
+            return kernel(*args)
+        finally:
+            numba.set_num_threads(previous)
+
+    return run
 
 
 # --------------------------------------------------------------------------- validation
 def as_f32_matrix(X: Any, source: str = "X") -> np.ndarray:
-    """Return X as a C-contiguous float32 M×K matrix, or raise :class:`UserInputError`.
-
-    Accepts any real dtype numpy casts to float32 (float16/32/64, ml_dtypes bfloat16/FP8, ints).
-    Rejects non-2-D or empty arrays and NaN/Inf (checked after the cast, so float64 values beyond
-    the float32 range are rejected too). No copy when X already is float32 in C order.
-    """
+    """X as a C-contiguous float32 M×K matrix (no copy if it already is one), from any real dtype
+    (float16/32/64, ml_dtypes bfloat16/FP8, ints). Non-2-D, empty, NaN/Inf (checked after the
+    cast: float64 beyond float32 range too) raise :class:`UserInputError`."""
     arr = np.asarray(X)
     if arr.ndim != 2:
         raise UserInputError(source, f"expected a 2-D array (tokens × channels), got {arr.shape}")
@@ -109,6 +122,7 @@ def _bits_max(u: np.ndarray) -> np.uint32:
     return mx
 
 
+@_serial_if_small
 @numba.njit(cache=True, parallel=True)
 def _absmax_bits(U: np.ndarray) -> np.uint32:
     rows = np.zeros(U.shape[0], np.uint32)
@@ -121,6 +135,7 @@ def _absmax(x: np.ndarray) -> float:
     return float(np.array(_absmax_bits(x.view(np.uint32)), np.uint32).view(np.float32)[()])
 
 
+@_serial_if_small
 @numba.njit(cache=True, parallel=True)
 def _mean_abs(X: np.ndarray) -> float:
     M, K = X.shape
@@ -137,7 +152,7 @@ def _mean_abs(X: np.ndarray) -> float:
             s0 += abs(X[m, k])
         rows[m] = (s0 + s1) + (s2 + s3)
     total = 0.0
-    for m in range(M):
+    for m in range(M):  # not rows.sum(): parallel=True would split it by thread count
         total += rows[m]
     return total / (M * K)
 
@@ -200,6 +215,7 @@ def _row_afflicted(u: np.ndarray, G: int, tb: np.uint32, out_k: np.ndarray) -> i
     return n
 
 
+@_serial_if_small
 @numba.njit(cache=True, parallel=True)
 def _group_argmax_counts(U: np.ndarray, G: int, tb: np.uint32) -> np.ndarray:
     """counts[g, j] = #tokens whose max |x| in group g exceeds T, with argmax at local channel j."""
@@ -213,10 +229,7 @@ def _group_argmax_counts(U: np.ndarray, G: int, tb: np.uint32) -> np.ndarray:
         for m in range(b * per, min(M, (b + 1) * per)):
             for i in range(_row_afflicted(U[m], G, tb, out_k)):
                 part[b, out_k[i] // G, out_k[i] % G] += 1
-    counts = np.zeros((n_groups, G), np.int64)
-    for b in range(n_blocks):
-        counts += part[b]
-    return counts
+    return part.sum(axis=0)
 
 
 def _counts(x: np.ndarray, G: int, T: float) -> np.ndarray:
@@ -263,14 +276,12 @@ def osc_lookup_table(X: Any, G: int, T: float) -> np.ndarray:
     *global* channel index (the paper stores the local j = entry − g·G), or −1 when no token is
     afflicted. Ties (equal |x| in a token, equal counts) go to the smallest channel index.
     """
-    x, G, T = _osc_inputs(X, G, T, "osc_lookup_table")
-    return _table_from_counts(_counts(x, G, T))
+    return _table_from_counts(_counts(*_osc_inputs(X, G, T, "osc_lookup_table")))
 
 
 def osc_lookup_table_ref(X: Any, G: int, T: float) -> np.ndarray:
     """numpy twin of :func:`osc_lookup_table`."""
-    x, G, T = _osc_inputs(X, G, T, "osc_lookup_table_ref")
-    return _table_from_counts(_counts_ref(x, G, T))
+    return _table_from_counts(_counts_ref(*_osc_inputs(X, G, T, "osc_lookup_table_ref")))
 
 
 def clustering_density_per_group(X: Any, G: int, T: float) -> tuple[np.ndarray, np.ndarray]:
@@ -279,15 +290,13 @@ def clustering_density_per_group(X: Any, G: int, T: float) -> tuple[np.ndarray, 
     N_total(k) = |S_k|, the afflicted tokens (eq. 3); N_hit(k) = the count of the most frequent
     argmax channel among them (eq. 4); C_k = N_hit/N_total where N_total > 0.
     """
-    x, G, T = _osc_inputs(X, G, T, "clustering_density_per_group")
-    counts = _counts(x, G, T)
+    counts = _counts(*_osc_inputs(X, G, T, "clustering_density_per_group"))
     return counts.sum(axis=1), counts.max(axis=1)
 
 
 def clustering_density_per_group_ref(X: Any, G: int, T: float) -> tuple[np.ndarray, np.ndarray]:
     """numpy twin of :func:`clustering_density_per_group`."""
-    x, G, T = _osc_inputs(X, G, T, "clustering_density_per_group_ref")
-    counts = _counts_ref(x, G, T)
+    counts = _counts_ref(*_osc_inputs(X, G, T, "clustering_density_per_group_ref"))
     return counts.sum(axis=1), counts.max(axis=1)
 
 
@@ -297,17 +306,16 @@ def clustering_density(X: Any, G: int, T: float) -> float:
     Deviation from the paper's C̄ = (1/K)·Σ_k C_k: C_k is undefined for a group without afflicted
     tokens, so such groups are left out of the mean; nan when no group is afflicted.
     """
-    x, G, T = _osc_inputs(X, G, T, "clustering_density")
-    return _density_from_counts(_counts(x, G, T))
+    return _density_from_counts(_counts(*_osc_inputs(X, G, T, "clustering_density")))
 
 
 def clustering_density_ref(X: Any, G: int, T: float) -> float:
     """numpy twin of :func:`clustering_density`."""
-    x, G, T = _osc_inputs(X, G, T, "clustering_density_ref")
-    return _density_from_counts(_counts_ref(x, G, T))
+    return _density_from_counts(_counts_ref(*_osc_inputs(X, G, T, "clustering_density_ref")))
 
 
 # --------------------------------------------------------------------------- table quality
+@_serial_if_small
 @numba.njit(cache=True, parallel=True)
 def _hit_counts(U: np.ndarray, table: np.ndarray, G: int, tb: np.uint32) -> tuple[int, int]:
     M = U.shape[0]
@@ -315,12 +323,9 @@ def _hit_counts(U: np.ndarray, table: np.ndarray, G: int, tb: np.uint32) -> tupl
     hits = np.zeros(M, np.int64)
     for m in prange(M):
         out_k = np.empty(table.shape[0], np.int64)
-        n = _row_afflicted(U[m], G, tb, out_k)
-        h = 0
-        for i in range(n):
-            h += out_k[i] == table[out_k[i] // G]
-        events[m] = n
-        hits[m] = h
+        events[m] = _row_afflicted(U[m], G, tb, out_k)
+        for i in range(events[m]):
+            hits[m] += out_k[i] == table[out_k[i] // G]
     return events.sum(), hits.sum()
 
 
@@ -345,6 +350,7 @@ def table_hit_rate_ref(X_heldout: Any, table: Any, G: int, T: float) -> float:
     return int((afflicted & (k == tab)).sum()) / events if events else math.nan
 
 
+@_serial_if_small
 @numba.njit(cache=True, parallel=True)
 def _coverage_counts(X: np.ndarray, in_table: np.ndarray, T: float) -> tuple[int, int]:
     M, K = X.shape
@@ -356,8 +362,7 @@ def _coverage_counts(X: np.ndarray, in_table: np.ndarray, T: float) -> tuple[int
             out = abs(X[m, k]) > T
             t += out
             c += out & in_table[k]
-        total[m] = t
-        covered[m] = c
+        total[m], covered[m] = t, c
     return total.sum(), covered.sum()
 
 
@@ -386,8 +391,7 @@ def osc_branch_coverage_ref(X: Any, table: Any, G: int, T: float) -> float:
 
 
 def __getattr__(name: str) -> Any:
-    """Lazy re-export of the public names of :mod:`stats_ops` (which imports this module), so that
-    ``stats.tensor_stats``, ``stats.outlier_channels``, ``stats.early_bird_stats``... all work."""
+    """Lazy re-export of :mod:`stats_ops`'s public names (``stats.tensor_stats``...)."""
     if not name.startswith("_"):
         from accel_sim.workload import stats_ops
 

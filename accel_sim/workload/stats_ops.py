@@ -31,6 +31,7 @@ from accel_sim.workload.stats import (
     _counts,
     _density_from_counts,
     _mean_abs,
+    _serial_if_small,
     as_f32_matrix,
     check_threshold,
     positive_int,
@@ -47,6 +48,7 @@ DENSITY_GROUP_SIZES = (16, 32, 64)
 
 
 # --------------------------------------------------------------------------- outlier channels
+@_serial_if_small
 @numba.njit(cache=True, parallel=True)
 def _channel_absmax(X: np.ndarray) -> np.ndarray:
     M, K = X.shape
@@ -106,6 +108,7 @@ def _q(v: float, scale: float) -> int:
     return int(r)
 
 
+@_serial_if_small
 @numba.njit(cache=True, parallel=True)
 def _quantize_int16(X: np.ndarray, scale: float) -> np.ndarray:
     q = np.empty(X.shape, np.int16)
@@ -164,6 +167,7 @@ def _hi_zero_bounds(scale: float, code: int) -> tuple[np.float32, np.float32]:
     return _first_reaching(scale, (-4095, 0)[code]), _first_reaching(scale, 4096)
 
 
+@_serial_if_small
 @numba.njit(cache=True, parallel=True)
 def _count_in_range(X: np.ndarray, a: np.float32, b: np.float32) -> int:
     rows = np.zeros(X.shape[0], np.int64)
@@ -202,6 +206,7 @@ def int16_hi_zero_fraction_ref(X: Any, encoding: str = "sign_magnitude") -> floa
     return float(np.mean(hi == 0))
 
 
+@_serial_if_small
 @numba.njit(cache=True, parallel=True)
 def _tile_count_in_range(X: np.ndarray, a: np.float32, b: np.float32, tm: int, tk: int):
     M, K = X.shape
@@ -245,6 +250,7 @@ def int16_hi_zero_tile_map_ref(X: Any, tile_m: int, tile_k: int) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- early bird
+@_serial_if_small
 @numba.njit(cache=True, parallel=True)
 def _signed_hi(X: np.ndarray, scale: float) -> np.ndarray:
     h = np.empty(X.shape, np.int8)
@@ -255,6 +261,7 @@ def _signed_hi(X: np.ndarray, scale: float) -> np.ndarray:
     return h
 
 
+@_serial_if_small
 @numba.njit(cache=True, parallel=True)
 def _early_bird_counts(xh: np.ndarray, whT: np.ndarray, chunk: int, tau: float, tm: int, tn: int):
     """Per (m-tile, n-tile, chunk): (#sets with P_hi != 0, #sets with |P_hi| > tau), int64 each.
