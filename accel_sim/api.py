@@ -100,7 +100,8 @@ def simulate(
     arch = load_arch(arch)
     gemm = _as_gemm(gemm)
     flow = get_dataflow(dataflow)
-    plan = flow.build(gemm, arch, stats, flow.resolve_knobs(knobs))
+    resolved = flow.resolve_knobs(knobs)
+    plan = flow.build(gemm, arch, stats, resolved)
     result = run_plan(arch, plan, engine=engine, collapse=collapse)
     counts = ActionCounts()
     stalls: Counter = Counter()
@@ -145,7 +146,20 @@ def simulate(
         ],  # fmt: skip
         knobs=dict(plan.knobs),
         notes=list(plan.notes),
+        extra=_extra(flow, stats, resolved, gemm, plan),
     )
+
+
+def _extra(flow, stats, knobs, gemm, plan) -> dict[str, Any]:
+    """Per-run columns beyond cycles and energy: numerical error and scheme statistics."""
+    extra: dict[str, Any] = {"kind": gemm.kind, "layer": gemm.layer}
+    if stats is not None:
+        extra["rel_error"] = flow.numerical_error(stats, knobs, gemm)
+    for key in ("ops_set_skip_fraction", "ops_tile_skip_fraction", "table_channels",
+                "outlier_channels"):  # fmt: skip
+        if key in plan.knobs:
+            extra[key] = plan.knobs[key]
+    return extra
 
 
 def simulate_many(

@@ -12,6 +12,7 @@ import sys
 from accel_sim.errors import UserInputError
 
 DEFAULT_ARCH = "ascend_like_cube"
+DEFAULT_TRACE = "smollm2-135m"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -37,10 +38,13 @@ def _knobs(pairs: list[str] | None) -> dict[str, dict]:
 
 def _cmd_run(args) -> int:
     from accel_sim.api import dataflows, simulate, simulate_many
+    from accel_sim.dataflow.registry import get_dataflow
     from accel_sim.arch.load import load_arch
     from accel_sim.report.io import check_output_path, read_gemm_csv, write_table
     from accel_sim.report.text import add_speedup, single_report, table_report, totals
     from accel_sim.workload.gemm import parse_gemm
+
+    from accel_sim.workload.trace import load_trace
 
     if args.out:
         check_output_path(args.out)
@@ -48,17 +52,24 @@ def _cmd_run(args) -> int:
     gemms = [parse_gemm(g) for g in args.gemm or []]
     if args.gemms:
         gemms += read_gemm_csv(args.gemms)
-    if not gemms:
-        raise UserInputError("run", "give --gemm MxKxN (repeatable) or --gemms FILE.csv")
-    flows = args.dataflow or ["w8a8"]
+    trace = None
+    if args.trace or not gemms:
+        trace = load_trace(args.trace or DEFAULT_TRACE)
+        gemms += list(trace.gemms)
+    flows = args.dataflow or (["all"] if trace else ["w8a8"])
     if "all" in flows:
         flows = dataflows()
+    for flow in flows:
+        get_dataflow(flow)
     knobs = _knobs(args.knob)
-    if len(gemms) == 1 and len(flows) == 1 and not args.out:
+    for flow in knobs:
+        get_dataflow(flow, "--knob").resolve_knobs(knobs[flow], "--knob")
+    if len(gemms) == 1 and len(flows) == 1 and not args.out and trace is None:
         result = simulate(arch, gemms[0], flows[0], knobs.get(flows[0]), engine=args.engine)
         print(json.dumps(result.to_dict(), indent=2) if args.json else single_report(result))
         return 0
     df = simulate_many(arch, gemms, flows, knobs, engine=args.engine,
+                       stats_for=trace.stats_for if trace else None,
                        progress=sys.stderr.isatty())  # fmt: skip
     df = add_speedup(df)
     if args.out:
@@ -66,12 +77,45 @@ def _cmd_run(args) -> int:
     if args.json:
         print(df.to_json(orient="records", indent=2))
     else:
-        print(f"accel-sim · {arch.name} · {len(gemms)} GEMM(s) × {len(flows)} dataflow(s)\n")
+        source = f" · trace {trace.name} ({trace.path})" if trace else ""
+        print(f"accel-sim · {arch.name}{source} · {len(gemms)} GEMM(s) × {len(flows)} "
+              "dataflow(s)\n")  # fmt: skip
         print(table_report(df))
         print("\ntotals")
         print(totals(df).to_string(index=False))
         if args.out:
             print(f"\nwrote {args.out}")
+    return 0
+
+
+def _cmd_trace(args) -> int:
+    if args.trace_cmd == "capture":
+        from accel_sim.workload.capture import capture
+        from accel_sim.workload.compact import compact_trace
+
+        out = Path(args.out).expanduser()
+        capture(args.model, out, max_tokens=args.max_tokens)
+        compact = compact_trace(out, out / "compact", progress=sys.stderr.isatty())
+        print(f"wrote the full trace to {out} and its compact trace to {compact}")
+    elif args.trace_cmd == "compact":
+        from accel_sim.workload.compact import compact_trace
+
+        out = compact_trace(args.full, args.out, progress=sys.stderr.isatty())
+        print(f"wrote {out}")
+    elif args.trace_cmd == "stats":
+        from accel_sim.workload.trace_stats import trace_stats
+
+        rows = trace_stats(args.path)
+        if args.json:
+            print(json.dumps(rows, indent=2))
+        else:
+            import pandas as pd
+
+            df = pd.json_normalize(rows)
+            keep = [c for c in df.columns if c in ("name", "kind", "M", "K", "N", "absmax",
+                    "osc_threshold", "outlier_channels", "int16_hi_zero_fraction")
+                    or c.startswith("clustering_density.")]  # fmt: skip
+            print(df[keep].to_string(index=False))
     return 0
 
 
@@ -108,6 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--arch", default=DEFAULT_ARCH, help="shipped name or YAML path")
     run.add_argument("--gemm", action="append", help="MxKxN, repeatable")
     run.add_argument("--gemms", help="CSV with columns M,K,N[,name]")
+    run.add_argument("--trace", help="compact trace directory or shipped name (default when no "
+                     f"GEMM is given: {DEFAULT_TRACE})")  # fmt: skip
     run.add_argument("--dataflow", action="append", help="dataflow name or 'all', repeatable")
     run.add_argument("--knob", action="append", help="DATAFLOW.NAME=VALUE, repeatable")
     run.add_argument("--engine", choices=("des", "twin"), default="des")
@@ -124,6 +170,20 @@ def build_parser() -> argparse.ArgumentParser:
     conv.add_argument("config")
     conv.add_argument("-o", "--output", required=True)
     arch.set_defaults(func=_cmd_arch)
+
+    trace = sub.add_parser("trace", help="capture real GEMM traces and their statistics")
+    trace_sub = trace.add_subparsers(dest="trace_cmd", required=True, parser_class=_Parser)
+    cap = trace_sub.add_parser("capture", help="run a real model offline and record its GEMMs")
+    cap.add_argument("--model", required=True, help="smollm2-135m or all-minilm-l6-v2")
+    cap.add_argument("--out", required=True, help="directory for the full trace (outside git)")
+    cap.add_argument("--max-tokens", type=int, default=256)
+    comp = trace_sub.add_parser("compact", help="full trace → compact trace")
+    comp.add_argument("full")
+    comp.add_argument("--out", required=True)
+    stats = trace_sub.add_parser("stats", help="outlier statistics per GEMM or 2-D array")
+    stats.add_argument("path", help="trace directory, shipped trace name, .npz or .npy")
+    stats.add_argument("--json", action="store_true")
+    trace.set_defaults(func=_cmd_trace)
 
     flows = sub.add_parser("dataflows", help="list dataflows and their knobs")
     flows.set_defaults(func=_cmd_dataflows)

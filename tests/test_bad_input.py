@@ -279,9 +279,10 @@ def test_out_is_a_directory(tmp_path, run_cli):
     assert out.is_dir() and not any(out.iterdir()) and not list(tmp_path.glob(".dir.csv.*"))
 
 
-def test_no_gemm_given(tmp_path, run_cli):
+def test_missing_trace(tmp_path, run_cli):
     out = tmp_path / "out.csv"
-    assert_user_error(run_cli(["run", "--out", out]), "--gemm", out=out)
+    missing = tmp_path / "no_such_trace"
+    assert_user_error(run_cli(["run", "--trace", missing, "--out", out]), "no_such_trace", out=out)
 
 
 # --- CLI flags ----------------------------------------------------------------------------------

@@ -68,7 +68,7 @@ def test_convert_user_cfg_validates(tmp_path: Path) -> None:
     dram, ifmap, filt, ofmap = arch.memory
     assert dram.read_bytes_per_cycle == 20 and dram.write_bytes_per_cycle == 20
     assert dram.capacity_bytes == 2**40 and set(dram.holds) == {"A", "B", "C"}
-    assert (ifmap.holds, filt.holds, ofmap.holds) == (("A",), ("B",), ("C",))
+    assert (ifmap.holds, filt.holds, ofmap.holds) == (["A"], ["B"], ["C"])
     assert ifmap.capacity_bytes == 64 * 1024 * 2
     assert filt.capacity_bytes == 128 * 1024 * 2 and ofmap.capacity_bytes == 32 * 1024 * 2
     assert arch.vector.bytes_per_cycle == 64

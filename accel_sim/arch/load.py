@@ -54,10 +54,12 @@ def arch_from_dict(data: object, source: str) -> Arch:
     if not isinstance(data, dict):
         raise UserInputError(source, "expected a YAML mapping at the top level")
     try:
-        return Arch.model_validate(data)
+        arch = Arch.model_validate(data)
     except ValidationError as err:
         key, message = _format_validation_error(err)
         raise UserInputError(source, message, key) from None
+    arch._origin = source
+    return arch
 
 
 @lru_cache(maxsize=64)

@@ -6,9 +6,17 @@ Unknown keys are rejected everywhere (``extra="forbid"``); objects are immutable
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StrictBool,
+    StrictInt,
+    model_validator,
+)
 
 #: Precisions a matmul can run at. The rate table maps each to MACs per cycle relative to FP16.
 PRECISIONS = ("fp16", "bf16", "fp8", "fp4", "int16", "int8", "int4")
@@ -19,7 +27,8 @@ DEFAULT_RATES = {"fp16": 1, "bf16": 1, "fp8": 2, "fp4": 4, "int16": 1, "int8": 2
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # no NaN or infinity anywhere; integers and booleans are strict (``rows: true`` is not 1)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class SystolicArray(Strict):
@@ -30,15 +39,15 @@ class SystolicArray(Strict):
     """
 
     kind: Literal["systolic"] = "systolic"
-    rows: int = Field(gt=0, description="PE rows R")
-    cols: int = Field(gt=0, description="PE columns C")
+    rows: StrictInt = Field(gt=0, description="PE rows R")
+    cols: StrictInt = Field(gt=0, description="PE columns C")
     dataflow: Literal["ws", "os", "is"]
-    drain_overlap: bool = Field(
+    drain_overlap: StrictBool = Field(
         True,
         description="overlap each fold's output drain with the next fold's fill, as SCALE-Sim "
         "v3 does (its issue #4 discusses changing this); False adds the drain to every fold",
     )
-    rates: dict[Precision, int] = Field(default_factory=lambda: dict(DEFAULT_RATES))
+    rates: dict[Precision, StrictInt] = Field(default_factory=lambda: dict(DEFAULT_RATES))
 
     @property
     def fp16_macs_per_cycle(self) -> int:
@@ -52,13 +61,13 @@ class CubeUnit(Strict):
     """
 
     kind: Literal["cube"] = "cube"
-    block_m: int = Field(16, gt=0)
-    block_k: int = Field(16, gt=0)
-    block_n: int = Field(16, gt=0)
-    pipeline_latency_cycles: int = Field(
+    block_m: StrictInt = Field(16, gt=0)
+    block_k: StrictInt = Field(16, gt=0)
+    block_n: StrictInt = Field(16, gt=0)
+    pipeline_latency_cycles: StrictInt = Field(
         0, ge=0, description="fill + drain of the cube pipeline, paid once per matmul"
     )
-    rates: dict[Precision, int] = Field(default_factory=lambda: dict(DEFAULT_RATES))
+    rates: dict[Precision, StrictInt] = Field(default_factory=lambda: dict(DEFAULT_RATES))
 
     @property
     def fp16_macs_per_cycle(self) -> int:
@@ -68,32 +77,32 @@ class CubeUnit(Strict):
 class VectorUnit(Strict):
     """SIMD unit for element-wise work (absmax, quantize, dequantize, softmax, norms)."""
 
-    bytes_per_cycle: int = Field(gt=0, description="FP16 lanes × 2 bytes processed per cycle")
-    startup_cycles: int = Field(0, ge=0, description="fixed issue cost per vector op")
+    bytes_per_cycle: StrictInt = Field(gt=0, description="FP16 lanes × 2 bytes processed per cycle")
+    startup_cycles: StrictInt = Field(0, ge=0, description="fixed issue cost per vector op")
 
 
 class EarlyBirdComparator(Strict):
     """OPS's early-bird comparator (OPS §III): compares a hi×hi partial sum with τ."""
 
-    comparators: int = Field(gt=0, description="comparisons per cycle")
-    latency_cycles: int = Field(ge=0)
+    comparators: StrictInt = Field(gt=0, description="comparisons per cycle")
+    latency_cycles: StrictInt = Field(ge=0)
 
 
 class MemoryLevel(Strict):
     """One level of the hierarchy. Listed outermost (DRAM/HBM) first in the file."""
 
     name: str
-    capacity_bytes: int = Field(gt=0)
+    capacity_bytes: StrictInt = Field(gt=0)
     read_bytes_per_cycle: float = Field(gt=0)
     write_bytes_per_cycle: float = Field(gt=0)
-    latency_cycles: int = Field(0, ge=0)
-    shared_port: bool = Field(
+    latency_cycles: StrictInt = Field(0, ge=0)
+    shared_port: StrictBool = Field(
         False,
         description="reads and writes share one port (DRAM/HBM buses); then the read "
         "bandwidth applies to both",
     )
-    holds: tuple[Operand, ...] = Field(description="operands staged in this level")
-    buffers: int = Field(
+    holds: list[Operand] = Field(min_length=1, description="operands staged in this level")
+    buffers: StrictInt = Field(
         2, ge=1, le=4, description="tiles in flight per operand (2 = double buffering)"
     )
 
@@ -103,7 +112,7 @@ class EnergyEntry(Strict):
 
     value: float = Field(ge=0)
     unit: Literal["pJ", "pJ/byte", "pJ/op", "pJ/MAC", "mW"]
-    node_nm: int = Field(gt=0, description="technology node the number is for")
+    node_nm: StrictInt = Field(gt=0, description="technology node the number is for")
     source: str = Field(min_length=3, description="paper, datasheet or derivation rule")
 
 
@@ -116,9 +125,9 @@ class Arch(Strict):
     compute: SystolicArray | CubeUnit = Field(discriminator="kind")
     vector: VectorUnit
     early_bird: EarlyBirdComparator | None = None
-    memory: tuple[MemoryLevel, ...] = Field(min_length=2)
+    memory: list[MemoryLevel] = Field(min_length=2)
     energy: dict[str, EnergyEntry]
-    efficiency: dict[str, float] = Field(
+    efficiency: dict[str, Annotated[float, Field(gt=0, le=1)]] = Field(
         default_factory=dict,
         description="optional per-kernel efficiency factors (0,1] for GPU proxies; documented "
         "calibration only",
@@ -135,6 +144,13 @@ class Arch(Strict):
         if set(self.memory[0].holds) != {"A", "B", "C"}:
             raise ValueError("the outermost memory level (DRAM/HBM) must hold A, B and C")
         return self
+
+    _origin: str = PrivateAttr("")
+
+    @property
+    def origin(self) -> str:
+        """Where this architecture came from (its file), for error messages."""
+        return self._origin or self.name
 
     def path(self, operand: str) -> tuple[MemoryLevel, ...]:
         """Levels that stage ``operand``, outermost first."""

@@ -22,8 +22,13 @@ from accel_sim.dataflow.registry import register
 KNOBS = {"threshold": 6.0, "outlier_channels": -1}
 
 
-@register("llm_int8", KNOBS, "INT8 matmul + FP16 matmul of the outlier columns",
-          needs_stats=True)  # fmt: skip
+@register(
+    "llm_int8",
+    KNOBS,
+    "INT8 matmul + FP16 matmul of the outlier columns",
+    needs_stats=True,
+    error_key=lambda k, g: "llm_int8" if k["threshold"] == 6.0 else None,
+)
 def build(gemm, arch, stats, knobs) -> Plan:
     n_out, source = outlier_channel_count(gemm, stats, knobs, "llm_int8")
     ops: list = [VectorOp("detect_outliers", gemm.M * gemm.K, 1.0, gemm.M * gemm.K * FP16_BYTES,

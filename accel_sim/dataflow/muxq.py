@@ -32,8 +32,13 @@ KNOBS = {"exp": 2, "threshold": 6.0, "fused": False, "granularity": "per_tensor"
          "outlier_channels": -1}  # fmt: skip
 
 
+def _error_key(knobs, gemm) -> str | None:
+    exact = knobs["granularity"] == "per_tensor" and knobs["threshold"] == 6.0
+    return f"muxq:exp={knobs['exp']}" if exact else None
+
+
 @register("muxq", KNOBS, "INT8 Body + INT8 Aux of the outlier columns (exp shift)",
-          needs_stats=True)  # fmt: skip
+          needs_stats=True, error_key=_error_key)  # fmt: skip
 def build(gemm, arch, stats, knobs) -> Plan:
     if knobs["granularity"] not in ("per_tensor", "per_token"):
         raise UserInputError("knobs", "granularity must be per_tensor or per_token", "granularity")

@@ -7,6 +7,11 @@ element over one K-chunk of ``chunk`` elements — the hi×hi partial sum is com
 **early-bird comparator** (a unit in the architecture file, with its own latency and energy)
 compares it with τ; at or below τ the other 15 slice products of the set are skipped and the
 ``preset`` is written. Products with a zero high slice are skipped too (zero-slice skipping).
+The paper tunes τ and the preset offline per layer and leaves the set size and sign encoding
+open; our defaults are chunk = 32, sign-magnitude, preset 0 and **τ = −1 (early bird off)**:
+with per-tensor INT16 scales set by outliers most high slices are zero, so even τ = 0 skips most
+sets of real traces and loses most of the output (see the trace's errors). Sweep τ to see the
+trade-off.
 
 Costs on the engine: INT16 quantize of X (absmax + quantize on the vector unit); the hi×hi matmul
 (M×K×N int4 MACs, 4-bit operands); ``M·N·ceil(K/chunk)`` comparisons; the remaining slice
@@ -58,8 +63,12 @@ def skip_fractions(stats, knobs, tile: int) -> tuple[float, float, str]:
     return float(entry["sets"]), float(entry["tiles"][str(tile)]), "trace"
 
 
+def _error_key(knobs, gemm) -> str:
+    return f"ops:chunk={knobs['chunk']},tau={knobs['tau']:g},preset={knobs['preset']}"
+
+
 @register("ops", KNOBS, "INT16 as 4-bit slices, zero-slice skipping, early-bird comparator",
-          needs_stats=True)  # fmt: skip
+          needs_stats=True, error_key=_error_key)  # fmt: skip
 def build(gemm, arch, stats, knobs) -> Plan:
     if knobs["sign"] != "sign_magnitude":
         raise UserInputError("knobs", "the compact trace's statistics use sign-magnitude slices; "

@@ -53,8 +53,14 @@ def _mx_quantize(gemm, bits: float, name: str) -> VectorOp:
                     gemm.count)  # fmt: skip
 
 
+def _error_key(knobs, gemm) -> str | None:
+    if gemm.kind == "down_in" and knobs["fallback_down"]:
+        return "osc:mxfp8"
+    return f"osc:G={knobs['G']},base={knobs['base']}" if knobs["alpha"] == 5.0 else None
+
+
 @register("osc", KNOBS, "MXFP4/NVFP4 base path + FP16 branch of the table's channels",
-          needs_stats=True)  # fmt: skip
+          needs_stats=True, error_key=_error_key)  # fmt: skip
 def build(gemm, arch, stats, knobs) -> Plan:
     G, base = knobs["G"], knobs["base"]
     if base not in ("mxfp4", "nvfp4"):

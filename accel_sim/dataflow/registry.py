@@ -31,6 +31,15 @@ class Dataflow:
     knobs: dict[str, Any] = field(default_factory=dict)
     description: str = ""
     needs_stats: bool = False
+    #: the key of this dataflow's numerical error in a trace's ``errors`` table, from its knobs
+    #: and the GEMM (``None``: the trace has no error for these knobs)
+    error_key: Callable[[Mapping[str, Any], Gemm], str | None] = lambda knobs, gemm: None
+
+    def numerical_error(self, stats, knobs, gemm) -> float | None:
+        """Relative output error ‖Y − Y_fp32‖/‖Y_fp32‖ from the trace, if it has one."""
+        errors = (stats or {}).get("errors") or {}
+        key = self.error_key(knobs, gemm)
+        return errors.get(key) if key else None
 
     def resolve_knobs(self, given: Mapping[str, Any] | None, source: str = "knobs") -> dict:
         """Defaults overlaid with ``given``; an unknown knob or a wrongly typed value is an error."""
@@ -55,9 +64,13 @@ DATAFLOWS: dict[str, Dataflow] = {}
 
 
 def register(name: str, knobs: dict[str, Any] | None = None, description: str = "",
-             needs_stats: bool = False) -> Callable[[Builder], Builder]:  # fmt: skip
+             needs_stats: bool = False, error_key=None) -> Callable[[Builder], Builder]:  # fmt: skip
+    """Register a dataflow; ``error_key(knobs, gemm)`` names its entry in a trace's errors
+    (default: the dataflow's own name)."""
+
     def wrap(build: Builder) -> Builder:
-        DATAFLOWS[name] = Dataflow(name, build, dict(knobs or {}), description, needs_stats)
+        key = error_key or (lambda knobs, gemm: name)
+        DATAFLOWS[name] = Dataflow(name, build, dict(knobs or {}), description, needs_stats, key)
         return build
 
     return wrap

@@ -39,13 +39,19 @@ def _matmul(gemm, knobs) -> MatmulOp:
     )
 
 
-@register("w8a8", KNOBS, "INT8 per-token dynamic activations, per-channel weights")
+def _key(name):
+    return lambda knobs, gemm: name if knobs["format"] == "int8" else None
+
+
+@register("w8a8", KNOBS, "INT8 per-token dynamic activations, per-channel weights",
+          error_key=_key("w8a8"))  # fmt: skip
 def build_dynamic(gemm, arch, stats, knobs) -> Plan:
     ops = (absmax_pass(gemm), quantize_pass(gemm, 8), _matmul(gemm, knobs))
     return Plan("w8a8", gemm, ops, ("absmax and quantize of X are not overlapped with the matmul",),
                 dict(knobs))  # fmt: skip
 
 
-@register("w8a8_static", KNOBS, "INT8 per-tensor static activations (TWEO), per-channel weights")
+@register("w8a8_static", KNOBS, "INT8 per-tensor static activations (TWEO), per-channel weights",
+          error_key=_key("w8a8_static"))  # fmt: skip
 def build_static(gemm, arch, stats, knobs) -> Plan:
     return Plan("w8a8_static", gemm, (_matmul(gemm, knobs),), (), dict(knobs))

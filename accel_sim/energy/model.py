@@ -30,11 +30,13 @@ def _entry(arch: Arch, key: str, unit: str) -> EnergyEntry:
     entry = arch.energy.get(key)
     if entry is None:
         raise UserInputError(
-            arch.name, f"no energy entry {key!r} (needed to price this run)", f"energy.{key}"
+            arch.origin, f"no energy entry {key!r} (needed to price this run)", f"energy.{key}"
         )
     if entry.unit != unit:
         raise UserInputError(
-            arch.name, f"energy entry {key!r} must be in {unit}, got {entry.unit}", f"energy.{key}"
+            arch.origin,
+            f"energy entry {key!r} must be in {unit}, got {entry.unit}",
+            f"energy.{key}",
         )
     return entry
 

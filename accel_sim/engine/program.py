@@ -152,7 +152,7 @@ class Program:
             free = level.capacity_bytes - slots
             if free < 0:
                 raise UserInputError(
-                    self.arch.name,
+                    self.arch.origin,
                     f"{self.op.name} ({self.op.M}x{self.op.K}x{self.op.N}): level {level.name} "
                     f"needs {slots} B for its double-buffered tiles but has "
                     f"{level.capacity_bytes} B; the GEMM cannot be tiled into the buffers",

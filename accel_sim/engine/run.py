@@ -101,7 +101,7 @@ def _vector(arch: Arch, op: VectorOp) -> OpResult:
 def _comparator(arch: Arch, op: ComparatorOp) -> OpResult:
     unit = arch.early_bird
     if unit is None:
-        raise UserInputError(arch.name, "this dataflow needs an early-bird comparator unit",
+        raise UserInputError(arch.origin, "this dataflow needs an early-bird comparator unit",
                              "early_bird")  # fmt: skip
     cycles = unit.latency_cycles + math.ceil(op.comparisons / unit.comparators)
     one = OpResult(op.name, "comparator", cycles, 0, Counter({f"comparator:{op.name}": cycles}),

@@ -86,7 +86,7 @@ def _cube_tiling(arch: Arch, unit: CubeUnit, op: MatmulOp, rate: int) -> Tiling:
                     best = (key, tm, tk, tn)
     if best is None:
         raise UserInputError(
-            arch.name,
+            arch.origin,
             f"{op.name}: even one {unit.block_m}×{unit.block_k * rate}×{unit.block_n} block does "
             f"not fit the buffers {l0a.name}/{l0b.name}/{l0c.name} with their double buffering",
             "memory",
@@ -131,7 +131,7 @@ def unit_rate(arch: Arch, op: MatmulOp) -> int:
     rate = arch.compute.rates.get(op.precision)
     if rate is None or rate <= 0:
         raise UserInputError(
-            arch.name,
+            arch.origin,
             f"{op.name}: the compute unit has no {op.precision} rate; it supports "
             f"{sorted(k for k, v in arch.compute.rates.items() if v > 0)}",
             "compute.rates",

@@ -24,6 +24,8 @@ def check_output_path(path: str | Path) -> Path:
         raise UserInputError(str(path), f"--out must end in one of {OUTPUT_SUFFIXES}")
     if path.parent and not path.parent.exists():
         raise UserInputError(str(path), f"directory {path.parent} does not exist")
+    if path.is_dir():
+        raise UserInputError(str(path), "is a directory; give a file name")
     return path
 
 
@@ -61,13 +63,30 @@ def write_json(obj: Any, path: str | Path) -> Path:
     return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False) + "\n")
 
 
+def _check_field_counts(path: Path) -> None:
+    """Every row has as many fields as the header (pandas would silently shift or drop them)."""
+    import csv
+
+    try:
+        with path.open(newline="", encoding="utf-8") as fh:
+            rows = csv.reader(fh)
+            header = next(rows, None)
+            for line, row in enumerate(rows, start=2):
+                if row and len(row) != len(header):
+                    raise UserInputError(f"{path}:{line}", f"{len(row)} fields, but the header "
+                                         f"has {len(header)}")  # fmt: skip
+    except (UnicodeDecodeError, csv.Error) as err:
+        raise UserInputError(str(path), f"not a readable CSV ({err.__class__.__name__})") from None
+
+
 def read_csv_checked(path: str | Path, required: list[str]) -> pd.DataFrame:
     """A CSV with at least the ``required`` columns; any problem is one :class:`UserInputError`."""
     path = Path(path)
     if not path.is_file():
         raise UserInputError(str(path), "file not found")
+    _check_field_counts(path)
     try:
-        df = pd.read_csv(path, skipinitialspace=True)
+        df = pd.read_csv(path, skipinitialspace=True, index_col=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
         raise UserInputError(str(path), f"not a readable CSV ({err.__class__.__name__})") from None
     missing = [c for c in required if c not in df.columns]
@@ -83,8 +102,9 @@ def read_gemm_csv(path: str | Path) -> list[Gemm]:
     path = Path(path)
     if not path.is_file():
         raise UserInputError(str(path), "GEMM file not found")
+    _check_field_counts(path)
     try:
-        df = pd.read_csv(path, skipinitialspace=True)
+        df = pd.read_csv(path, skipinitialspace=True, index_col=False, dtype=str)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
         raise UserInputError(str(path), f"not a readable CSV ({err.__class__.__name__})") from None
     missing = [c for c in ("M", "K", "N") if c not in df.columns]

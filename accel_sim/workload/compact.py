@@ -189,8 +189,9 @@ def compact_trace(full_dir: str | Path, out_dir: str | Path, progress: bool = Tr
         "calibration": "first half of the tokens; errors and hit rates on the second half",
         "samples": sorted(samples),
         "command": f"accel-sim trace compact {full} --out {out}",
-        "files": {name: _sha256(tmp / name) for name in ("gemms.csv", "stats.json",
-                                                           "samples.npz")},  # fmt: skip
+        "files": {
+            name: _sha256(tmp / name) for name in ("gemms.csv", "stats.json", "samples.npz")
+        },  # fmt: skip
     }
     atomic_write_text(tmp / "manifest.json", json.dumps(manifest, indent=2) + "\n")
     shutil.rmtree(out, ignore_errors=True)

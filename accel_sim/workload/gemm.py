@@ -8,6 +8,10 @@ from dataclasses import dataclass
 from accel_sim.errors import UserInputError
 
 #: Layer kinds a GEMM's input activation can belong to (OSC Table 1 naming).
+#: Largest dimension accepted (2**24 = 16.7 M): beyond any model here, and it keeps cycle counts
+#: within simpy's 64-bit clock.
+MAX_DIM = 2**24
+
 GEMM_KINDS = ("attn_in", "o_in", "up_gate_in", "down_in", "lm_head_in", "attn_qk", "attn_pv", "")
 
 
@@ -40,6 +44,10 @@ class Gemm:
                 raise UserInputError(
                     self.name or "gemm", f"{dim} must be a positive integer, got {value!r}", dim
                 )
+            if value > MAX_DIM:
+                raise UserInputError(
+                    self.name or "gemm", f"{dim}={value} exceeds the limit {MAX_DIM}", dim
+                )
         if self.kind not in GEMM_KINDS:
             raise UserInputError(
                 self.name or "gemm", f"unknown kind {self.kind!r}; expected one of {GEMM_KINDS}"
@@ -68,5 +76,7 @@ def parse_gemm(text: str, source: str = "--gemm") -> Gemm:
             raise UserInputError(source, f"{name}={part!r} in {text!r} is not a number") from None
         if not math.isfinite(value) or value != int(value) or value <= 0:
             raise UserInputError(source, f"{name}={part!r} in {text!r} must be a positive integer")
+        if value > MAX_DIM:
+            raise UserInputError(source, f"{name}={part!r} in {text!r} exceeds the limit {MAX_DIM}")
         dims.append(int(value))
     return Gemm(*dims)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +21,9 @@ import numpy as np
 from numba import prange
 
 from accel_sim.errors import UserInputError
+
+# Spinning OpenMP threads made every call 5-10x slower on shared, busy cores: let them sleep.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 #: OSC eq. 1: T = α·E|X| with α = 5.
 OSC_ALPHA = 5.0
@@ -32,8 +36,7 @@ _PARALLEL_MIN = 1 << 16  # inputs with fewer elements run the kernels on one thr
 
 
 def _serial_if_small(kernel: Callable[..., Any]) -> Callable[..., Any]:
-    """Run a parallel kernel on one thread when its first argument has < _PARALLEL_MIN elements:
-    threads gain nothing there, and an OpenMP team stalls when the cores are busy elsewhere."""
+    """Run a parallel kernel on one thread if its first argument is small (threads gain nothing)."""
 
     @functools.wraps(kernel)
     def run(*args: Any) -> Any:
@@ -92,8 +95,7 @@ def _check_table(table: Any, K: int, G: int, source: str) -> np.ndarray:
     k0 = np.arange(n_groups) * G
     bad = np.flatnonzero((tab != -1) & ((tab < k0) | (tab >= np.minimum(k0 + G, K))))
     if bad.size:
-        g = int(bad[0])
-        raise UserInputError(source, f"table[{g}] = {tab[g]} is neither -1 nor in group {g}")
+        raise UserInputError(source, f"table[{bad[0]}] = {tab[bad[0]]} is not -1 nor in its group")
     return tab
 
 
@@ -203,12 +205,9 @@ def _row_afflicted(u: np.ndarray, G: int, tb: np.uint32, out_k: np.ndarray) -> i
         for k in range(b0, min(K, b0 + _SCAN)):
             if (u[k] & _ABS) > tb and k // G != last:
                 last = k // G
-                best = u[last * G] & _ABS
                 kb = last * G
-                for kk in range(last * G + 1, min(K, last * G + G)):
-                    a = u[kk] & _ABS
-                    if a > best:  # strict: ties keep the smallest channel (np.argmax order)
-                        best = a
+                for kk in range(kb + 1, min(K, kb + G)):
+                    if (u[kk] & _ABS) > (u[kb] & _ABS):  # strict: ties keep the smallest index
                         kb = kk
                 out_k[n] = kb
                 n += 1

@@ -213,8 +213,11 @@ def _tile_count_in_range(X: np.ndarray, a: np.float32, b: np.float32, tm: int, t
     out = np.zeros(((M + tm - 1) // tm, (K + tk - 1) // tk), np.int64)
     for i in prange(out.shape[0]):
         for m in range(i * tm, min(M, (i + 1) * tm)):
-            for k in range(K):
-                out[i, k // tk] += (X[m, k] >= a) & (X[m, k] < b)
+            for j in range(out.shape[1]):
+                c = 0
+                for k in range(j * tk, min(K, (j + 1) * tk)):
+                    c += (X[m, k] >= a) & (X[m, k] < b)
+                out[i, j] += c
     return out
 
 
