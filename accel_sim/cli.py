@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from accel_sim.errors import UserInputError
 
@@ -38,12 +39,11 @@ def _knobs(pairs: list[str] | None) -> dict[str, dict]:
 
 def _cmd_run(args) -> int:
     from accel_sim.api import dataflows, simulate, simulate_many
-    from accel_sim.dataflow.registry import get_dataflow
     from accel_sim.arch.load import load_arch
+    from accel_sim.dataflow.registry import get_dataflow
     from accel_sim.report.io import check_output_path, read_gemm_csv, write_table
     from accel_sim.report.text import add_speedup, single_report, table_report, totals
     from accel_sim.workload.gemm import parse_gemm
-
     from accel_sim.workload.trace import load_trace
 
     if args.out:

@@ -289,7 +289,7 @@ def arch_dict_from_scalesim(
 
 
 def write_arch_from_scalesim(config_path: str | Path, output_path: str | Path) -> Path:
-    """``accel-sim arch from-scalesim CONFIG.cfg -o arch.yaml``: convert, validate, write atomically."""
+    """``accel-sim arch from-scalesim CONFIG.cfg -o arch.yaml``: convert, validate, write."""
     import yaml
 
     from accel_sim.arch.load import arch_from_dict

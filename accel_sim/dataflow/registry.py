@@ -42,7 +42,7 @@ class Dataflow:
         return errors.get(key) if key else None
 
     def resolve_knobs(self, given: Mapping[str, Any] | None, source: str = "knobs") -> dict:
-        """Defaults overlaid with ``given``; an unknown knob or a wrongly typed value is an error."""
+        """Defaults overlaid with ``given``; an unknown knob or a mistyped value is an error."""
         knobs = dict(self.knobs)
         for key, value in (given or {}).items():
             if key not in self.knobs:
@@ -64,7 +64,8 @@ DATAFLOWS: dict[str, Dataflow] = {}
 
 
 def register(name: str, knobs: dict[str, Any] | None = None, description: str = "",
-             needs_stats: bool = False, error_key=None) -> Callable[[Builder], Builder]:  # fmt: skip
+             needs_stats: bool = False,
+             error_key=None) -> Callable[[Builder], Builder]:  # fmt: skip
     """Register a dataflow; ``error_key(knobs, gemm)`` names its entry in a trace's errors
     (default: the dataflow's own name)."""
 

@@ -175,7 +175,7 @@ class _Epilogue(_Proc):
         self.process = self.env.process(self.run())
 
     def run(self):
-        eng, env, prog = self.engine, self.env, self.engine.program
+        env, prog = self.env, self.engine.program
         while True:
             self.phase = "get"
             self.idx, self.t_mark = yield self.upstream.get()

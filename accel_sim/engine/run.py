@@ -119,6 +119,20 @@ def _transfer(arch: Arch, op: TransferOp) -> OpResult:
     return _times(one, op.name, op.count)
 
 
+def _derate(arch: Arch, result: OpResult, kernel: str) -> OpResult:
+    """Apply the architecture's calibrated efficiency for ``kernel`` (``efficiency`` map of the
+    file; absent = 1): the op takes ``ceil(cycles / efficiency)``; the extra cycles are reported
+    as the stall ``efficiency:<kernel>``. Used only by GPU proxies, calibrated on FP16 rows."""
+    factor = arch.efficiency.get(kernel)
+    if factor is None or factor == 1:
+        return result
+    cycles = math.ceil(result.cycles / factor)
+    stalls = Counter(result.stalls)
+    stalls[f"efficiency:{kernel}"] += cycles - result.cycles
+    return OpResult(result.name, result.kind, cycles, result.compute_cycles, stalls,
+                    result.counts, result.unit_cycles)  # fmt: skip
+
+
 def run_plan(arch: Arch, plan: Plan, engine: str = "des", collapse: bool = True) -> PlanResult:
     """Time and count every operation of ``plan`` on ``arch``.
 
@@ -131,9 +145,9 @@ def run_plan(arch: Arch, plan: Plan, engine: str = "des", collapse: bool = True)
     results = []
     for op in plan.ops:
         if isinstance(op, MatmulOp):
-            results.append(_matmul(arch, op, engine, collapse))
+            results.append(_derate(arch, _matmul(arch, op, engine, collapse), "matmul"))
         elif isinstance(op, VectorOp):
-            results.append(_vector(arch, op))
+            results.append(_derate(arch, _vector(arch, op), "vector"))
         elif isinstance(op, ComparatorOp):
             results.append(_comparator(arch, op))
         elif isinstance(op, TransferOp):

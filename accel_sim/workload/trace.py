@@ -75,7 +75,9 @@ def _read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise UserInputError(str(path), f"malformed or truncated JSON ({err.__class__.__name__})")
+        raise UserInputError(
+            str(path), f"malformed or truncated JSON ({err.__class__.__name__})"
+        ) from None
 
 
 def load_trace(name_or_path: str | Path) -> Trace:
@@ -93,6 +95,7 @@ def load_trace(name_or_path: str | Path) -> Trace:
     stats = _read_json(path / "stats.json")
     per_gemm = stats.get("gemms") if isinstance(stats, dict) else None
     if not isinstance(per_gemm, list) or len(per_gemm) != len(gemms):
-        raise UserInputError(str(path / "stats.json"),
-                             f"expected 'gemms' with {len(gemms)} entries (one per GEMM)")  # fmt: skip
+        raise UserInputError(
+            str(path / "stats.json"), f"expected 'gemms' with {len(gemms)} entries (one per GEMM)"
+        )
     return Trace(path, manifest, tuple(gemms), tuple(per_gemm))
