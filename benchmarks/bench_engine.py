@@ -1,0 +1,113 @@
+"""Engine speed: our DES vs SCALE-Sim on the same GEMMs, DES vs its twin, and the worst case.
+
+Run: ``python benchmarks/bench_engine.py [--quick]`` (SCALE-Sim needs ``.ci/setup_scalesim.sh``).
+Prints, measured in this run:
+1. per GEMM: SCALE-Sim wall time, our DES wall time, their ratio, and that both report the same
+   cycles (our compute_cycles vs SCALE-Sim's Total Cycles, stall-free CALC mode);
+2. DES vs closed-form twin wall time on the same GEMMs;
+3. the slowest single GEMM up to 2048×4096×12288 over every shipped architecture and a few
+   dataflows (target < 0.5 s), and peak Python memory for small vs large GEMMs (flat).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from scalesim_ref import run_scalesim, scalesim_available  # noqa: E402
+
+import accel_sim  # noqa: E402
+from accel_sim.arch.load import arch_from_dict  # noqa: E402
+from accel_sim.arch.scalesim_import import arch_dict_from_scalesim  # noqa: E402
+from accel_sim.engine.run import _CACHE  # noqa: E402
+
+
+def _scalesim_arch(rows: int, cols: int, dataflow: str):
+    cfg = {"run_name": "bench", "array_rows": rows, "array_cols": cols, "dataflow": dataflow,
+           "ifmap_sram_kb": 4096, "filter_sram_kb": 4096, "ofmap_sram_kb": 4096,
+           "bandwidth_mode": "CALC", "bandwidths": [10], "sparsity_support": False}  # fmt: skip
+    return arch_from_dict(arch_dict_from_scalesim(cfg, f"scalesim_{rows}x{cols}_{dataflow}"),
+                          "bench")  # fmt: skip
+
+
+def _timed(fn):
+    start = time.perf_counter()
+    value = fn()
+    return value, time.perf_counter() - start
+
+
+def compare_scalesim(cases) -> None:
+    print("1. SCALE-Sim 3.0.0 vs accel-sim DES (same GEMM, same array, CALC mode)")
+    print(f"{'array':>10} {'df':>3} {'GEMM MxKxN':>16} {'SCALE-Sim s':>12} {'DES s':>9} "
+          f"{'ratio':>8}  cycles equal")  # fmt: skip
+    for rows, cols, df, (m, k, n) in cases:
+        arch = _scalesim_arch(rows, cols, df)
+        ref, t_ref = _timed(lambda: run_scalesim(rows, cols, df, [(m, k, n)],
+                                                 sram_kb=(4096, 4096, 4096), timeout_s=3600))
+        _CACHE.clear()
+        ours, t_des = _timed(lambda: accel_sim.simulate(arch, (m, k, n), "fp16"))
+        same = ours.compute_cycles == ref[0]["total_cycles"]
+        print(f"{rows}x{cols:<6} {df:>3} {f'{m}x{k}x{n}':>16} {t_ref:12.2f} {t_des:9.4f} "
+              f"{t_ref / t_des:7.0f}x  {same} ({ours.compute_cycles})")  # fmt: skip
+
+
+def compare_twin(gemms) -> None:
+    print("\n2. DES vs closed-form twin (ascend_like_cube, w8a8)")
+    for gemm in gemms:
+        _CACHE.clear()
+        des, t_des = _timed(lambda: accel_sim.simulate("ascend_like_cube", gemm, "w8a8"))
+        _CACHE.clear()
+        twin, t_twin = _timed(
+            lambda: accel_sim.simulate("ascend_like_cube", gemm, "w8a8", engine="twin"))
+        print(f"  {gemm:>16}: DES {t_des * 1e3:7.1f} ms, twin {t_twin * 1e3:6.2f} ms "
+              f"({t_des / t_twin:5.0f}x), cycles DES {des.cycles} twin {twin.cycles} "
+              f"({(twin.cycles - des.cycles) / des.cycles:+.2%})")  # fmt: skip
+
+
+def worst_case() -> None:
+    print("\n3. Slowest single GEMM (2048x4096x12288 and 2048x12288x4096), every shipped arch")
+    worst = (0.0, "")
+    for arch in accel_sim.list_archs():
+        rates = accel_sim.load_arch(arch).compute.rates
+        flows = [f for f, p in (("fp16", "fp16"), ("w8a8", "int8"), ("w4a4_static", "int4"))
+                 if p in rates]  # fmt: skip
+        for gemm in ("2048x4096x12288", "2048x12288x4096"):
+            for flow in flows:
+                _CACHE.clear()
+                _, t = _timed(lambda: accel_sim.simulate(arch, gemm, flow))
+                worst = max(worst, (t, f"{arch} {gemm} {flow}"))
+                print(f"  {arch:>20} {gemm:>16} {flow:>12}: {t * 1e3:7.1f} ms")
+    print(f"  slowest: {worst[1]} in {worst[0]:.3f} s (target < 0.5 s)")
+    print("\n   peak Python memory (tracemalloc) by GEMM size, systolic_32x32_ws fp16:")
+    for gemm in ("64x512x512", "512x4096x4096", "2048x4096x12288"):
+        _CACHE.clear()
+        tracemalloc.start()
+        accel_sim.simulate("systolic_32x32_ws", gemm, "fp16")
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        print(f"  {gemm:>16}: {peak / 1e6:6.2f} MB")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="skip the slow SCALE-Sim cases")
+    args = parser.parse_args()
+    cases = [(32, 32, "ws", (64, 1024, 1024)), (32, 32, "os", (256, 1024, 512)),
+             (16, 16, "is", (128, 512, 512))]  # fmt: skip
+    if not args.quick:
+        cases.append((32, 32, "ws", (16, 4096, 4096)))
+    if scalesim_available():
+        compare_scalesim(cases)
+    else:
+        print("1. SCALE-Sim venv missing (run .ci/setup_scalesim.sh): comparison skipped")
+    compare_twin(["16x4096x4096", "2048x4096x4096", "64x12288x4096"])
+    worst_case()
+
+
+if __name__ == "__main__":
+    main()
