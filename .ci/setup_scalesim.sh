@@ -4,7 +4,7 @@
 # Override the location with ACCEL_SIM_SCALESIM_PYTHON=/path/to/venv/bin/python.
 set -euo pipefail
 
-PY="${ACCEL_SIM_SCALESIM_PYTHON:-/opt/scalesim-venv/bin/python}"
+PY="${ACCEL_SIM_SCALESIM_PYTHON:-$HOME/.cache/accel-sim/scalesim-venv/bin/python}"
 VENV="$(dirname "$(dirname "$PY")")"
 
 if [ -x "$PY" ] && "$PY" -c "import scalesim.scale_sim, numpy as n; assert tuple(map(int, n.__version__.split('.')[:2])) < (2, 4)" \
@@ -13,6 +13,7 @@ if [ -x "$PY" ] && "$PY" -c "import scalesim.scale_sim, numpy as n; assert tuple
     exit 0
 fi
 
+mkdir -p "$(dirname "$VENV")"
 python3 -m venv "$VENV"
 "$VENV/bin/pip" install --quiet --disable-pip-version-check "scalesim==3.0.0" "numpy<2.4"
 "$PY" -c "import scalesim.scale_sim"

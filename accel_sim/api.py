@@ -190,6 +190,21 @@ def simulate_many(
     return pd.DataFrame(rows)
 
 
+def unsupported_reason(arch, dataflow: str, gemm: Gemm | None = None, stats=None,
+                       knobs: Mapping[str, Any] | None = None) -> str | None:  # fmt: skip
+    """Why ``dataflow`` cannot run on ``arch`` (a missing rate or unit, missing statistics),
+    or None when it can. ``gemm``/``stats`` are a representative GEMM and its statistics."""
+    arch = load_arch(arch)
+    flow = get_dataflow(dataflow)
+    gemm = gemm or Gemm(16, 64, 64)
+    try:
+        plan = flow.build(gemm, arch, stats, flow.resolve_knobs(knobs))
+        run_plan(arch, plan, engine="twin")
+    except UserInputError as err:
+        return err.message
+    return None
+
+
 def dataflows() -> list[str]:
     """Names of the registered dataflows."""
     return dataflow_names()

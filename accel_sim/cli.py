@@ -38,7 +38,7 @@ def _knobs(pairs: list[str] | None) -> dict[str, dict]:
 
 
 def _cmd_run(args) -> int:
-    from accel_sim.api import dataflows, simulate, simulate_many
+    from accel_sim.api import dataflows, simulate, simulate_many, unsupported_reason
     from accel_sim.arch.load import load_arch
     from accel_sim.dataflow.registry import get_dataflow
     from accel_sim.report.io import check_output_path, read_gemm_csv, write_table
@@ -57,11 +57,19 @@ def _cmd_run(args) -> int:
         trace = load_trace(args.trace or DEFAULT_TRACE)
         gemms += list(trace.gemms)
     flows = args.dataflow or (["all"] if trace else ["w8a8"])
+    knobs = _knobs(args.knob)
     if "all" in flows:
-        flows = dataflows()
+        flows = []
+        sample = trace.gemms[0] if trace else None
+        for flow in dataflows():
+            reason = unsupported_reason(arch, flow, sample, trace.stats_for(sample) if trace
+                                        else None, knobs.get(flow))  # fmt: skip
+            if reason:
+                print(f"skipping {flow}: {reason}", file=sys.stderr)
+            else:
+                flows.append(flow)
     for flow in flows:
         get_dataflow(flow)
-    knobs = _knobs(args.knob)
     for flow in knobs:
         get_dataflow(flow, "--knob").resolve_knobs(knobs[flow], "--knob")
     if len(gemms) == 1 and len(flows) == 1 and not args.out and trace is None:

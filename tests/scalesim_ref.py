@@ -24,7 +24,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-DEFAULT_PYTHON = "/opt/scalesim-venv/bin/python"
+DEFAULT_PYTHON = str(Path.home() / ".cache" / "accel-sim" / "scalesim-venv" / "bin" / "python")
 ENV_VAR = "ACCEL_SIM_SCALESIM_PYTHON"
 
 _DRIVER = """
@@ -71,6 +71,19 @@ _DETAIL_COLS = {
 def scalesim_python() -> str:
     """Path of the SCALE-Sim venv's interpreter (``$ACCEL_SIM_SCALESIM_PYTHON`` or default)."""
     return os.environ.get(ENV_VAR, DEFAULT_PYTHON)
+
+
+def ensure_scalesim() -> bool:
+    """Create the SCALE-Sim venv with ``.ci/setup_scalesim.sh`` if it is missing (first use of
+    ``pytest`` on a new machine; needs PyPI). True when SCALE-Sim is usable afterwards."""
+    if scalesim_available():
+        return True
+    script = Path(__file__).resolve().parents[1] / ".ci" / "setup_scalesim.sh"
+    try:
+        subprocess.run(["bash", str(script)], check=True, timeout=900, capture_output=True)
+    except (subprocess.SubprocessError, OSError):
+        return False
+    return scalesim_available()
 
 
 def scalesim_available(python: str | None = None) -> bool:

@@ -7,7 +7,7 @@ per (array, dataflow) config covers all GEMMs. The pure tests at the bottom need
 from __future__ import annotations
 
 import pytest
-from scalesim_ref import run_scalesim, scalesim_available
+from scalesim_ref import ensure_scalesim, run_scalesim
 
 from accel_sim.engine.systolic_timing import fold_plan
 
@@ -30,8 +30,9 @@ DATAFLOWS = ["ws", "os", "is"]
 
 @pytest.fixture(scope="module")
 def scalesim_ok() -> None:
-    if not scalesim_available():
-        pytest.skip("SCALE-Sim venv not found; run .ci/setup_scalesim.sh")
+    if not ensure_scalesim():
+        pytest.skip("SCALE-Sim 3.0.0 could not be installed in its venv (no PyPI access?); "
+                    "run .ci/setup_scalesim.sh")
 
 
 @pytest.mark.parametrize("dataflow", DATAFLOWS)

@@ -8,9 +8,16 @@ Online, per GEMM:
 2. vector unit MX-quantizes X (MXFP4: blocks of 32 with an E8M0 scale = 4.25 bits/element;
    NVFP4: blocks of 16 with an E4M3 scale = 4.5 bits/element): block absmax, scale, convert;
 3. path A: ``M×K×N`` at the FP4 rate against W in the same format;
-4. path B: ``M×K'×N`` at the FP16 rate against W_L (the K' rows of W kept in FP16); its epilogue
-   adds path A's result (1 op per output);
-5. the table itself (``ceil(K/G)`` 16-bit indices) is read from DRAM.
+4. path B: ``M×K'×N`` at the FP16 rate against W_L (the K' rows of W kept in FP16).
+   ``branch: fused`` (default, OSC eq. 5 as one accumulation): for every output tile the unit
+   runs path B's K'-steps and path A's K-steps into the same accumulator, and Y is written
+   once. The engine runs this as one matmul at the FP4 rate whose inner size is
+   ``K + ceil(K'·r_fp4 / r_fp16)`` (an FP16 MAC costs r_fp4/r_fp16 FP4-MAC slots on this unit,
+   from its rate table) with operand widths set so the bytes moved are exactly path A's plus
+   path B's. ``branch: separate`` runs two matmuls and adds path B's output in its epilogue
+   (Y written twice);
+5. the table itself (``ceil(K/G)`` 16-bit indices) is read from the first on-chip level, where
+   it stays (OSC §3.3.2).
 
 Down-projection inputs (``kind == "down_in"``) fall back to MXFP8 with no branch when
 ``fallback_down`` is on (OSC §3.4). Without trace statistics K' = ceil(K/G), the table's upper
@@ -27,7 +34,7 @@ from accel_sim.dataflow.plan import MatmulOp, Plan, TransferOp, VectorOp
 from accel_sim.dataflow.registry import register
 from accel_sim.errors import UserInputError
 
-KNOBS = {"G": 32, "base": "mxfp4", "fallback_down": True, "alpha": 5.0}
+KNOBS = {"G": 32, "base": "mxfp4", "fallback_down": True, "alpha": 5.0, "branch": "fused"}
 FORMAT_BITS = {"mxfp4": 4 + 8 / 32, "nvfp4": 4 + 8 / 16, "mxfp8": 8 + 8 / 32}
 
 
@@ -59,6 +66,17 @@ def _error_key(knobs, gemm) -> str | None:
     return f"osc:G={knobs['G']},base={knobs['base']}" if knobs["alpha"] == 5.0 else None
 
 
+def _fused_dual_path(gemm, arch, k_table: int, bits: float) -> MatmulOp:
+    """Path A and path B as one accumulation (see the module docstring)."""
+    rates = arch.compute.rates
+    if not rates.get("fp16") or not rates.get("fp4"):
+        raise UserInputError(arch.origin, "OSC needs FP4 and FP16 matrix rates", "compute.rates")
+    k_eff = gemm.K + math.ceil(k_table * rates["fp4"] / rates["fp16"])
+    a_bits = (gemm.K * bits + k_table * 16) / k_eff
+    return MatmulOp("dual_path_fp4_fp16", gemm.M, k_eff, gemm.N, "fp4", a_bits, a_bits, 16,
+                    epilogue_ops_per_output=1.0, count=gemm.count)  # fmt: skip
+
+
 @register("osc", KNOBS, "MXFP4/NVFP4 base path + FP16 branch of the table's channels",
           needs_stats=True, error_key=_error_key)  # fmt: skip
 def build(gemm, arch, stats, knobs) -> Plan:
@@ -67,6 +85,8 @@ def build(gemm, arch, stats, knobs) -> Plan:
         raise UserInputError("knobs", f"base must be mxfp4 or nvfp4, got {base!r}", "base")
     if not isinstance(G, int) or G <= 0:
         raise UserInputError("knobs", f"G must be a positive integer, got {G!r}", "G")
+    if knobs["branch"] not in ("fused", "separate"):
+        raise UserInputError("knobs", "branch must be 'fused' or 'separate'", "branch")
     if gemm.kind == "down_in" and knobs["fallback_down"]:
         bits = FORMAT_BITS["mxfp8"]
         ops = (
@@ -78,17 +98,20 @@ def build(gemm, arch, stats, knobs) -> Plan:
                     {**knobs, "table_channels": 0})  # fmt: skip
     k_table, source = table_channels(gemm, stats, G, knobs["alpha"])
     bits = FORMAT_BITS[base]
-    ops: list = [TransferOp("lookup_table", 2 * math.ceil(gemm.K / G), gemm.count)]
+    # the table is a few bytes per group and stays on chip (OSC §3.3.2, "Negligible Indexing")
+    ops: list = [TransferOp("lookup_table", 2 * math.ceil(gemm.K / G), gemm.count, resident=True)]
     if k_table:
         gathered = gemm.M * k_table
         ops.append(VectorOp("gather_branch", gathered, 1.0, gathered * FP16_BYTES,
                             gathered * FP16_BYTES, gemm.count))  # fmt: skip
     ops.append(_mx_quantize(gemm, bits, f"quantize_{base}"))
-    ops.append(MatmulOp("path_a_fp4", gemm.M, gemm.K, gemm.N, "fp4", bits, bits, 16,
-                        epilogue_ops_per_output=1.0, count=gemm.count))  # fmt: skip
-    if k_table:
-        ops.append(MatmulOp("path_b_fp16", gemm.M, k_table, gemm.N, "fp16", 16, 16, 16,
+    if knobs["branch"] == "fused" and k_table:
+        ops.append(_fused_dual_path(gemm, arch, k_table, bits))
+    else:
+        ops.append(MatmulOp("path_a_fp4", gemm.M, gemm.K, gemm.N, "fp4", bits, bits, 16,
                             epilogue_ops_per_output=1.0, count=gemm.count))  # fmt: skip
-    notes = (f"branch width K'={k_table} ({source})",
-             "path B's partial output is added in its epilogue (1 op per output)")  # fmt: skip
+        if k_table:
+            ops.append(MatmulOp("path_b_fp16", gemm.M, k_table, gemm.N, "fp16", 16, 16, 16,
+                                epilogue_ops_per_output=1.0, count=gemm.count))  # fmt: skip
+    notes = (f"branch width K'={k_table} ({source}); path B {knobs['branch']}",)
     return Plan("osc", gemm, tuple(ops), notes, {**knobs, "table_channels": k_table})

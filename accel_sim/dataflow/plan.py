@@ -97,11 +97,15 @@ class ComparatorOp:
 
 @dataclass(frozen=True)
 class TransferOp:
-    """Bytes moved from DRAM into the chip that no matmul operand accounts for (tables...)."""
+    """Bytes read that no matmul operand accounts for (lookup tables, index lists).
+
+    ``resident``: the data stays on chip between calls (read from the first on-chip level),
+    else it comes from DRAM."""
 
     name: str
     read_bytes: int
     count: int = 1
+    resident: bool = False
 
 
 Op = MatmulOp | VectorOp | ComparatorOp | TransferOp

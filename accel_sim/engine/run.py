@@ -6,7 +6,8 @@ are costed in closed form (they are single streaming passes with no tiling decis
 * vector op: ``startup + max(ceil(ops / lanes), ceil(bytes / bandwidth))`` cycles, running from
   the first on-chip level when its operands fit there, else from DRAM;
 * comparator op: ``latency + ceil(comparisons / comparators)`` cycles;
-* transfer op: ``latency + ceil(bytes / DRAM read bandwidth)`` cycles.
+* transfer op: ``latency + ceil(bytes / read bandwidth)`` cycles of DRAM, or of the first
+  on-chip level for data resident on chip.
 
 Operations are sequential (see ``dataflow/plan.py``); an op with ``count`` > 1 runs that many
 times back to back, each paying its own fill and drain.
@@ -110,11 +111,12 @@ def _comparator(arch: Arch, op: ComparatorOp) -> OpResult:
 
 
 def _transfer(arch: Arch, op: TransferOp) -> OpResult:
-    dram = arch.dram
-    cycles = dram.latency_cycles + math.ceil(op.read_bytes / dram.read_bytes_per_cycle)
+    level = arch.memory[1] if op.resident else arch.dram
+    cycles = level.latency_cycles + math.ceil(op.read_bytes / level.read_bytes_per_cycle)
     counts = ActionCounts()
-    counts.bytes_read[dram.name] += op.read_bytes
-    counts.bytes_written[arch.memory[1].name] += op.read_bytes
+    counts.bytes_read[level.name] += op.read_bytes
+    if not op.resident:
+        counts.bytes_written[arch.memory[1].name] += op.read_bytes
     one = OpResult(op.name, "transfer", cycles, 0, Counter({f"transfer:{op.name}": cycles}), counts)
     return _times(one, op.name, op.count)
 

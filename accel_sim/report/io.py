@@ -32,6 +32,9 @@ def check_output_path(path: str | Path) -> Path:
 def _atomic_write(path: Path, write) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
     os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; results are ordinary files
     try:
         write(tmp)
         os.replace(tmp, path)

@@ -73,6 +73,13 @@ def totals(df: pd.DataFrame) -> pd.DataFrame:
     """Per-dataflow totals over all GEMMs (each row's cycles already cover its ``count``)."""
     weighted = df.assign(total_cycles=df["cycles"], total_energy_pj=df["energy_pj"])
     out = weighted.groupby("dataflow", sort=False)[["total_cycles", "total_energy_pj"]].sum()
+    if "rel_error" in df.columns:
+        # MAC-weighted mean of the per-GEMM relative errors (None where the trace has none)
+        err = df.dropna(subset=["rel_error"])
+        weights = err["macs"].astype(float)
+        mean = (err["rel_error"] * weights).groupby(err["dataflow"]).sum() / weights.groupby(
+            err["dataflow"]).sum()
+        out["mean_rel_error"] = mean.reindex(out.index)
     if "w8a8" in out.index:
         out["speedup_vs_w8a8"] = out.loc["w8a8", "total_cycles"] / out["total_cycles"]
     return out.reset_index()

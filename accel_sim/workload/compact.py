@@ -117,6 +117,7 @@ def dataflow_errors(X: np.ndarray, W: np.ndarray, tables: dict[int, np.ndarray],
     put("w8a8", ref.y_w8a8(held, W, per_token=True))
     put("w8a8_static", ref.y_w8a8(held, W, per_token=False,
                                   act_scale=float(np.abs(calib).max()) / 127))  # fmt: skip
+    put("int8_per_tensor", ref.y_w8a8(held, W, per_token=False))  # naive: absmax of this X
     put("int16", ref.y_int16(held, W))
     # PrefixQuant: the prefixed (sink) token 0 is excluded from calibration; MSE-clipped scale
     put("w4a4_static", ref.y_w4a4_static(held, W, act_scale=float(mse_clip_scale(calib[1:], 4))))

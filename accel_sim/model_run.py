@@ -1,0 +1,433 @@
+"""Whole-model runs: a model lowered to GEMMs and vector work, every row simulated per dataflow.
+
+``simulate_model(arch, "qwen3-8b", "prefill", 2048, dataflows=("fp16", "w8a8"))`` lowers the
+model (``workload/models.py``), runs every linear GEMM under each dataflow and costs the rest the
+same way for all of them. Modelling assumptions (also in every result's ``notes``):
+
+* **Attention matmuls** (QKᵀ, PV) run in FP16 under every dataflow: the schemes here quantize the
+  linear layers; Q, K, V and the KV cache stay FP16. This includes ``w4a4_static`` (PrefixQuant
+  also quantizes the KV cache to 4 bits, KV4; that is out of scope here). On an architecture
+  without an FP16 rate they run as ``w8a8_static``.
+* **Non-GEMM work** (norms, softmax, activation, rotary, residual adds, routing) runs on the
+  vector unit as :class:`~accel_sim.dataflow.plan.VectorOp` s costed by the engine
+  (``engine/run.py``, including the architecture's ``vector`` efficiency) at the stated flops per
+  element; each op reads its FP16 inputs (two streams for residual adds and the gated
+  activation, one otherwise) and writes one FP16 output. One op (one start-up) covers a whole
+  layer of one forward pass: every token, sequence and head (the softmax of all heads is one
+  kernel, not one per head).
+* **Statistics**: data-dependent dataflows (OSC, MUXQ, LLM.int8(), OPS) take a real trace's
+  statistics *by layer kind*: per kind, the median over the trace's GEMMs of that kind of every
+  fraction and error; counts (``osc_table_channels``, ``outlier_channels``) are taken as a
+  density per input channel (median of count / K_trace), scaled by K_model and rounded to the
+  nearest integer. A kind the trace lacks uses the median over all its GEMMs. Numerical errors
+  are those of the trace's model, not of the simulated one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from accel_sim.api import simulate
+from accel_sim.arch.load import load_arch
+from accel_sim.arch.schema import Arch
+from accel_sim.dataflow.plan import Plan, VectorOp
+from accel_sim.dataflow.registry import dataflow_names, get_dataflow
+from accel_sim.energy.model import price
+from accel_sim.engine.run import run_plan
+from accel_sim.errors import UserInputError
+from accel_sim.workload.gemm import Gemm
+from accel_sim.workload.models import ATTENTION_KINDS, ModelSpec, VectorWork, load_model, lower
+from accel_sim.workload.trace import Trace, load_trace
+
+DEFAULT_ARCH = "ascend_like_cube"
+DEFAULT_STATS = "smollm2-135m"
+COUNT_KEYS = ("osc_table_channels", "outlier_channels")
+FP16_BYTES = 2
+ROW_COLUMNS = ["dataflow", "row", "op", "group", "kind", "run_as", "M", "K", "N", "elements",
+               "count", "cycles", "compute_cycles", "stall_cycles", "time_s", "macs",
+               "vector_flops", "energy_pj", "utilization"]  # fmt: skip
+EXTRA_COLUMNS = ["rel_error", "table_channels", "outlier_channels", "ops_set_skip_fraction",
+                 "ops_tile_skip_fraction"]  # fmt: skip
+
+
+@dataclass(frozen=True, eq=False)
+class ModelResult:
+    """One model phase on one architecture under several dataflows.
+
+    ``table``: one row per (GEMM or vector row, dataflow), cycles covering the row's ``count``.
+    ``totals``: one row per dataflow (cycles, time_s, energy_pj, linear/attention/vector
+    cycles, ``speedup_vs_w8a8`` when w8a8 ran, ``tokens_per_s``: generated tokens per second for
+    decode, prompt tokens per second for prefill). ``by_kind``: cycles per (dataflow, group, kind).
+    """
+
+    arch: str
+    arch_path: str
+    model: str
+    phase: str
+    tokens: int
+    batch: int
+    kv_len: int
+    extra_prefix_tokens: int
+    clock_hz: float
+    stats_source: str
+    table: pd.DataFrame
+    totals: pd.DataFrame
+    by_kind: pd.DataFrame
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def header(self) -> str:
+        shape = f"T={self.tokens} B={self.batch} kv_len={self.kv_len}"
+        if self.extra_prefix_tokens:
+            shape += f" prefix={self.extra_prefix_tokens}"
+        return (f"accel-sim model · arch {self.arch} ({self.arch_path}) · model {self.model} · "
+                f"{self.phase} {shape} · {self.stats_source}")  # fmt: skip
+
+    def to_json(self) -> dict[str, Any]:
+        def records(df):
+            return json.loads(df.to_json(orient="records"))
+
+        meta = {k: getattr(self, k) for k in ("arch", "arch_path", "model", "phase", "tokens",
+                                               "batch", "kv_len", "extra_prefix_tokens",
+                                               "clock_hz", "stats_source")}  # fmt: skip
+        return {**meta, "notes": list(self.notes), "totals": records(self.totals),
+                "by_kind": records(self.by_kind), "rows": records(self.table)}  # fmt: skip
+
+
+# ---------------------------------------------------------------- statistics by layer kind
+def _is_number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _median_tree(items: list) -> Any:
+    """Element-wise median of nested dicts of numbers (keys present in every item)."""
+    first = items[0]
+    if isinstance(first, dict):
+        keys = [k for k in first if all(isinstance(i, dict) and k in i for i in items)]
+        return {k: _median_tree([i[k] for i in items]) for k in keys}
+    numbers = [float(i) for i in items if _is_number(i)]
+    if numbers:
+        return statistics.median(numbers)
+    return None if _is_number(first) or first is None else first
+
+
+def _density(value, k: int):
+    return {key: _density(v, k) for key, v in value.items()} if isinstance(value, dict) \
+        else float(value) / k  # fmt: skip
+
+
+def _count(value, k: int):
+    return {key: _count(v, k) for key, v in value.items()} if isinstance(value, dict) \
+        else int(math.floor(value * k + 0.5))  # fmt: skip
+
+
+class KindStats:
+    """A trace's statistics by layer kind (module docstring: medians, densities × K_model)."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        groups: dict[str, list[dict]] = {}
+        for gemm, stats in zip(trace.gemms, trace.stats):
+            if not isinstance(stats, dict):
+                continue
+            scaled = {k: (_density(v, gemm.K) if k in COUNT_KEYS else v) for k, v in stats.items()}
+            groups.setdefault(gemm.kind, []).append(scaled)
+            groups.setdefault("*", []).append(scaled)
+        if "*" not in groups:
+            raise UserInputError(str(trace.path), "the trace has no per-GEMM statistics")
+        self._median = {kind: _median_tree(items) for kind, items in groups.items()}
+        self.missing: set[str] = set()
+        self._cache: dict[tuple[str, int], dict] = {}
+
+    @property
+    def description(self) -> str:
+        return f"statistics from {self.trace.name} by layer kind"
+
+    def stats_for(self, gemm: Gemm) -> dict[str, Any] | None:
+        if gemm.kind in ATTENTION_KINDS:
+            return None
+        key = (gemm.kind, gemm.K)
+        if key not in self._cache:
+            kind = gemm.kind if gemm.kind in self._median else "*"
+            if kind == "*":
+                self.missing.add(gemm.kind or "(none)")
+            med = self._median[kind]
+            self._cache[key] = {k: (_count(v, gemm.K) if k in COUNT_KEYS else v)
+                                for k, v in med.items()}  # fmt: skip
+        return self._cache[key]
+
+
+# ---------------------------------------------------------------- costing
+def attention_dataflow(arch: Arch) -> str:
+    """FP16 when the matrix unit has an FP16 rate, else per-tensor static INT8."""
+    return "fp16" if "fp16" in arch.compute.rates else "w8a8_static"
+
+
+def _vector_row(arch: Arch, spec: ModelSpec, work: VectorWork, batch: int,
+                engine: str) -> dict[str, Any]:  # fmt: skip
+    gated = work.kind == "activation" and spec.ffn_type == "gated_silu"
+    streams = 2 if work.kind == "residual" or gated else 1
+    # one op per layer (and decode step): a softmax row counts heads x batch instances
+    per_op = spec.heads * batch if work.kind == "softmax" else 1
+    if work.count % per_op:  # pragma: no cover - lower() always counts whole layers
+        per_op = 1
+    elements, ops = work.elements * per_op, work.count // per_op
+    op = VectorOp(work.name, elements, work.flops_per_element, streams * elements * FP16_BYTES,
+                  elements * FP16_BYTES, ops)
+    plan = Plan("vector", Gemm(1, 1, 1, name=work.name), (op,))  # fmt: skip
+    result = run_plan(arch, plan, engine=engine).ops[0]
+    energy = price(arch, result.counts, result.cycles)
+    return {"row": work.name, "op": "vector", "group": "vector", "kind": work.kind,
+            "run_as": "vector", "elements": work.elements, "count": work.count,
+            "cycles": result.cycles, "compute_cycles": 0, "stall_cycles": result.cycles,
+            "time_s": result.cycles / arch.clock_hz, "macs": 0, "vector_flops": work.flops,
+            "energy_pj": energy.total_pj, "utilization": 0.0}  # fmt: skip
+
+
+def _gemm_row(result, gemm: Gemm, run_as: str) -> dict[str, Any]:
+    row = result.row()
+    out = {"row": gemm.label, "op": "gemm", "kind": gemm.kind, "run_as": run_as,
+           "group": "attention" if gemm.kind in ATTENTION_KINDS else "linear",
+           "elements": 0, "vector_flops": 0.0}  # fmt: skip
+    for key in ROW_COLUMNS + EXTRA_COLUMNS:
+        if key in row and key not in out and key != "dataflow":
+            out[key] = row[key]
+    return out
+
+
+def _resolve_stats(stats_from, spec: ModelSpec) -> tuple[KindStats | None, str]:
+    if stats_from is None:
+        return None, "no trace statistics (data-dependent dataflows need knobs)"
+    trace = stats_from if isinstance(stats_from, Trace) else load_trace(stats_from)
+    kinds = KindStats(trace)
+    return kinds, kinds.description
+
+
+def simulate_model(
+    arch: Arch | str | Path,
+    model: ModelSpec | str | Path,
+    phase: str = "prefill",
+    tokens: int = 2048,
+    batch: int = 1,
+    kv_len: int = 0,
+    dataflows=("w8a8",),
+    knobs: dict[str, dict[str, Any]] | None = None,
+    stats_from: str | Path | Trace | None = DEFAULT_STATS,
+    extra_prefix_tokens: int = 0,
+    engine: str = "des",
+    progress: bool = False,
+    logits: str = "all",
+) -> ModelResult:
+    """Simulate one phase of a model under each dataflow (module docstring: assumptions).
+
+    Args:
+        dataflows: names, or ``("all",)`` for every registered dataflow.
+        knobs: dataflow name → its knobs (for the linear GEMMs).
+        stats_from: a trace (name, path or :class:`Trace`) whose statistics are used by layer
+            kind, or ``None``.
+        extra_prefix_tokens: PrefixQuant's prefixed tokens already in the KV cache.
+        logits: LM head over ``"all"`` prompt tokens or only the ``"last"`` (``lower``).
+    """
+    arch = load_arch(arch)
+    spec = model if isinstance(model, ModelSpec) else load_model(model)
+    flows = list(dataflows) if not isinstance(dataflows, str) else [dataflows]
+    expanded = "all" in flows
+    if expanded:
+        flows = dataflow_names()
+    if not flows:
+        raise UserInputError("dataflows", "give at least one dataflow")
+    knobs = dict(knobs or {})
+    for flow in {*flows, *knobs}:
+        get_dataflow(flow, "dataflows").resolve_knobs(knobs.get(flow), "knobs")
+    work = lower(spec, phase, tokens, batch, kv_len, extra_prefix_tokens, logits=logits)
+    kind_stats, source = _resolve_stats(stats_from, spec)
+    attn_flow = attention_dataflow(arch)
+
+    vector_rows = [_vector_row(arch, spec, v, batch, engine) for v in work.vector_ops]
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(flows) * len(work.gemms), desc=f"{spec.name} {phase}", unit="gemm",
+                   leave=False)  # fmt: skip
+    cache: dict[tuple, Any] = {}
+    rows: list[dict[str, Any]] = []
+    skipped: dict[str, str] = {}
+    for flow in flows:
+        try:
+            flow_rows = []
+            for gemm in work.gemms:
+                run_as = attn_flow if gemm.kind in ATTENTION_KINDS else flow
+                flow_knobs = None if run_as != flow else knobs.get(flow)
+                key = (replace(gemm, name=""), run_as, json.dumps(flow_knobs, sort_keys=True))
+                if key not in cache:
+                    stats = kind_stats.stats_for(gemm) if kind_stats else None
+                    cache[key] = simulate(arch, gemm, run_as, flow_knobs, stats, engine)
+                flow_rows.append({"dataflow": flow, **_gemm_row(cache[key], gemm, run_as)})
+                if bar is not None:
+                    bar.update()
+        except UserInputError as err:
+            if not expanded:
+                raise
+            skipped[flow] = str(err)
+            continue
+        rows += flow_rows + [{"dataflow": flow, **row} for row in vector_rows]
+    if bar is not None:
+        bar.close()
+    flows = [f for f in flows if f not in skipped]
+    if not flows:
+        raise UserInputError(arch.origin, f"no dataflow runs on this architecture: {skipped}")
+    table = pd.DataFrame(rows)
+    cols = ROW_COLUMNS + [c for c in EXTRA_COLUMNS if c in table.columns]
+    table = table.reindex(columns=cols)
+    table["order"] = table["dataflow"].map({f: i for i, f in enumerate(flows)})
+    table = table.sort_values("order", kind="stable").drop(columns="order").reset_index(drop=True)
+
+    totals = _totals(table, flows, arch.clock_hz, work.tokens * work.batch)
+    by_kind = _by_kind(table)
+    notes = _notes(arch, spec, work, source, attn_flow, kind_stats, logits)
+    notes += [f"{flow} skipped (does not run here): {why}" for flow, why in skipped.items()]
+    return ModelResult(arch.name, arch.origin, spec.name, phase, tokens, batch, kv_len,
+                       extra_prefix_tokens, arch.clock_hz, source, table, totals, by_kind,
+                       tuple(notes))  # fmt: skip
+
+
+def _totals(table: pd.DataFrame, flows: list[str], clock_hz: float, tokens: int) -> pd.DataFrame:
+    out = []
+    for flow in flows:
+        part = table[table["dataflow"] == flow]
+        cycles = int(part["cycles"].sum())
+        group = part.groupby("group")["cycles"].sum()
+        out.append({"dataflow": flow, "cycles": cycles, "time_s": cycles / clock_hz,
+                    "energy_pj": float(part["energy_pj"].sum()), "macs": int(part["macs"].sum()),
+                    "linear_cycles": int(group.get("linear", 0)),
+                    "attention_cycles": int(group.get("attention", 0)),
+                    "vector_cycles": int(group.get("vector", 0)),
+                    "tokens_per_s": tokens / (cycles / clock_hz)})  # fmt: skip
+    df = pd.DataFrame(out)
+    if "w8a8" in flows:
+        df["speedup_vs_w8a8"] = df.loc[df["dataflow"] == "w8a8", "cycles"].iloc[0] / df["cycles"]
+    return df
+
+
+def _by_kind(table: pd.DataFrame) -> pd.DataFrame:
+    df = table.groupby(["dataflow", "group", "kind"], sort=False, as_index=False)[
+        ["cycles", "energy_pj"]].sum()  # fmt: skip
+    df["share"] = df["cycles"] / df.groupby("dataflow")["cycles"].transform("sum")
+    return df
+
+
+def _notes(arch, spec, work, source, attn_flow, kind_stats, logits) -> list[str]:
+    notes = [
+        f"attention matmuls (QKᵀ, PV) run as {attn_flow} under every dataflow, w4a4_static "
+        "included (the schemes quantize linear layers; PrefixQuant's KV4 is out of scope)",
+        "non-GEMM work on the vector unit at its stated flops per element (workload/models.py), "
+        "FP16 in and out, one op per layer and pass (all heads at once), costed by the "
+        "engine's vector-op model",
+        "causal attention counted as full (dense kernel), as workload/models.py lowers it",
+    ]
+    if spec.family == "decoder" and work.phase == "prefill":
+        notes.append(f"LM head over {logits} prompt tokens")
+    if kind_stats is None:
+        notes.append(source)
+    else:
+        notes.append(f"{source} ({kind_stats.trace.path}): medians of fractions and errors "
+                     "per kind; counts (OSC table channels, outlier channels) scaled by "
+                     "K_model/K_trace and rounded; errors are the trace model's")  # fmt: skip
+        if kind_stats.missing:
+            notes.append(f"kinds absent from the trace ({', '.join(sorted(kind_stats.missing))})"
+                         " use the median over all its GEMMs")  # fmt: skip
+    if arch.efficiency:
+        notes.append(f"efficiency factors of {arch.origin}: {dict(arch.efficiency)}")
+    return notes
+
+
+# ---------------------------------------------------------------- command line
+def _parse_knobs(pairs) -> dict[str, dict]:
+    out: dict[str, dict] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        flow, dot, name = key.partition(".")
+        if not sep or not dot or not name:
+            raise UserInputError("--knob", f"expected DATAFLOW.NAME=VALUE, got {pair!r}")
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            parsed = value
+        out.setdefault(flow, {})[name] = parsed
+    return out
+
+
+def format_report(result: ModelResult) -> str:
+    """The terminal report: header, per-dataflow totals, per-kind breakdown, notes."""
+    tot = result.totals.copy()
+    tot["time_ms"] = tot["time_s"] * 1e3
+    tot["energy_mJ"] = tot["energy_pj"] * 1e-9
+    cols = ["dataflow", "cycles", "time_ms", "tokens_per_s", "energy_mJ", "linear_cycles",
+            "attention_cycles", "vector_cycles"] + \
+        (["speedup_vs_w8a8"] if "speedup_vs_w8a8" in tot else [])  # fmt: skip
+    kinds = result.by_kind.pivot_table(index=["group", "kind"], columns="dataflow",
+                                       values="share", sort=False)  # fmt: skip
+    kinds = kinds[[c for c in result.totals["dataflow"] if c in kinds.columns]]
+    fmt = {"time_ms": "{:.3f}".format, "tokens_per_s": "{:.2f}".format,
+           "energy_mJ": "{:.3f}".format, "speedup_vs_w8a8": "{:.3f}".format}  # fmt: skip
+    lines = [result.header(), "", "totals per dataflow",
+             tot[cols].to_string(index=False, formatters=fmt), "",
+             "share of cycles per layer kind",
+             kinds.to_string(float_format=lambda v: f"{v:.1%}"), ""]  # fmt: skip
+    lines += [f"note: {n}" for n in result.notes]
+    return "\n".join(lines)
+
+
+def _cmd_model(args) -> int:
+    from accel_sim.report.io import check_output_path, write_table
+
+    if args.out:
+        check_output_path(args.out)
+    result = simulate_model(
+        args.arch, args.name, args.phase, args.tokens, args.batch, args.kv_len,
+        args.dataflow or ["w8a8"], _parse_knobs(args.knob),
+        None if args.stats_from == "none" else args.stats_from,
+        args.prefix_tokens, args.engine, progress=sys.stderr.isatty(), logits=args.logits,
+    )  # fmt: skip
+    if args.out:
+        write_table(result.table, args.out)
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        print(format_report(result))
+        if args.out:
+            print(f"\nwrote {args.out}")
+    return 0
+
+
+def add_parser(subparsers) -> None:
+    """Register ``accel-sim model NAME ...`` on the CLI's subparsers."""
+    p = subparsers.add_parser("model", help="simulate a whole model (prefill or decode)")
+    p.add_argument("name", help="shipped model name (accel_sim/workload/models) or YAML path")
+    p.add_argument("--phase", choices=("prefill", "decode"), default="prefill")
+    p.add_argument("--tokens", type=int, required=True,
+                   help="prompt length (prefill) or generated tokens (decode)")
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--kv-len", type=int, default=0, help="tokens already in the KV cache")
+    p.add_argument("--prefix-tokens", type=int, default=0,
+                   help="PrefixQuant prefixed tokens in the KV cache")
+    p.add_argument("--dataflow", action="extend", nargs="+",
+                   help="dataflow names or 'all' (default w8a8)")
+    p.add_argument("--knob", action="append", help="DATAFLOW.NAME=VALUE, repeatable")
+    p.add_argument("--arch", default=DEFAULT_ARCH, help="shipped name or YAML path")
+    p.add_argument("--stats-from", default=DEFAULT_STATS,
+                   help=f"trace for statistics by layer kind (default {DEFAULT_STATS}; 'none')")
+    p.add_argument("--logits", choices=("all", "last"), default="all",
+                   help="prefill LM head over all prompt tokens or the last one")
+    p.add_argument("--engine", choices=("des", "twin"), default="des")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a report")
+    p.add_argument("--out", help="write the per-row table to FILE.csv|.parquet|.json")
+    p.set_defaults(func=_cmd_model)  # fmt: skip

@@ -1,0 +1,133 @@
+"""``accel-sim table NAME [--out DIR] [--json]``: build a paper table, print it, write CSV + PNG.
+
+The command prints the header (every assumption: architecture file, statistics source,
+calibration), the table and the notes; it writes ``DIR/NAME.csv`` (and ``DIR/NAME-detail.csv``
+when the table keeps its per-point rows in ``extra["detail"]``) and ``DIR/NAME.png``, each
+atomically (temp file + rename). ``--json`` prints ``{"name", "title", "header", "rows",
+"notes"}`` instead of the text report; the files are written either way.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from accel_sim.errors import UserInputError
+
+DEFAULT_OUT = "results"
+
+
+def add_parser(subparsers) -> None:
+    """Register ``table`` on the main CLI's subparsers (called by ``accel_sim/cli.py``)."""
+    table = subparsers.add_parser(
+        "table",
+        help="reproduce a paper table: print it, write NAME.csv and NAME.png",
+        description="Reproduce a paper table (ours beside the paper's). Known tables are listed "
+        "by `accel-sim table --list`.",
+    )
+    # NAME is checked against the registry when the command runs (not via argparse choices, so
+    # that building the parser does not import every table module).
+    table.add_argument("name", nargs="?", metavar="NAME", help="table name (see --list)")
+    table.add_argument("--list", action="store_true", help="list the tables and exit")
+    table.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
+                       help=f"directory for NAME.csv and NAME.png (default: {DEFAULT_OUT}/; "
+                       "created if missing)")  # fmt: skip
+    table.add_argument("--json", action="store_true", help="print the rows as JSON")
+    table.set_defaults(func=run)
+
+
+def _check_out_dir(out: str | Path) -> Path:
+    path = Path(out).expanduser()
+    if path.exists() and not path.is_dir():
+        raise UserInputError(str(path), "--out must be a directory (it is a file)")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UserInputError(str(path), f"cannot create the --out directory: {err.strerror}") from None
+    return path
+
+
+def _write_png(result, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".png", dir=path.parent)
+    os.close(fd)
+    try:
+        result.plot(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    finally:
+        plt.close("all")
+
+
+def _json_value(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if hasattr(value, "item"):  # numpy scalars
+        return _json_value(value.item())
+    return value
+
+
+def rows_of(df: pd.DataFrame) -> list[dict]:
+    """The table's rows as plain JSON-able dicts (NaN → null)."""
+    return [{str(k): _json_value(v) for k, v in row.items()} for row in df.to_dict("records")]
+
+
+def format_report(result) -> str:
+    """Header lines, the table, then the notes (what the command prints)."""
+    lines = [f"accel-sim table {result.name} · {result.title}", ""]
+    lines += [f"  {line}" for line in result.header]
+    lines += ["", result.table.to_string(index=False), ""]
+    lines += [f"note: {note}" for note in result.notes]
+    return "\n".join(lines)
+
+
+def build_table(name: str, **options):
+    """Build a registered table by name (an unknown name is a :class:`UserInputError`)."""
+    from accel_sim.tables.registry import get_table
+
+    return get_table(name).build(**options)
+
+
+def run(args) -> int:
+    from accel_sim.report.io import write_table
+    from accel_sim.tables.registry import TABLES, table_names
+
+    if args.list or not args.name:
+        names = table_names()
+        if not args.list:
+            raise UserInputError("table", f"give a table NAME; known: {names}")
+        for name in names:
+            print(f"{name:<20} {TABLES[name].description}")
+        return 0
+    if args.name not in table_names():
+        raise UserInputError("table", f"unknown table {args.name!r}; known: {table_names()}")
+    out = _check_out_dir(args.out)
+    result = build_table(args.name)
+    csv_path = write_table(result.table, out / f"{result.name}.csv")
+    written = [csv_path]
+    detail = result.extra.get("detail")
+    if isinstance(detail, pd.DataFrame):
+        written.append(write_table(detail, out / f"{result.name}-detail.csv"))
+    if result.plot is not None:
+        png = out / f"{result.name}.png"
+        _write_png(result, png)
+        written.append(png)
+    if args.json:
+        doc = {"name": result.name, "title": result.title, "header": result.header,
+               "rows": rows_of(result.table), "notes": result.notes}  # fmt: skip
+        print(json.dumps(doc, indent=2))
+    else:
+        print(format_report(result))
+        print("\nwrote " + ", ".join(str(p) for p in written))
+    return 0
