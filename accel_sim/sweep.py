@@ -1,36 +1,22 @@
 """Design-space sweeps on Dask: a YAML grid of architectures × dataflows × knobs × workloads.
 
-A sweep file (``workloads/sweeps/example.yaml``) names::
+``workloads/sweeps/example.yaml`` is the annotated reference of the sweep file: ``base_arch``,
+``grid`` (architecture parameters by dotted path, memory levels by name: ``memory.HBM.…``),
+``zip`` (groups varying together), ``tie`` (a parameter copying a swept one), ``dataflows``,
+``knobs`` (a grid over knob values per dataflow), ``workloads`` (``gemm``, ``gemms``, ``trace``,
+``model``), ``engine``, ``baseline`` and ``heatmap``.
 
-    base_arch: ascend_like_cube          # shipped name or path
-    engine: des                          # or twin (closed form, for a fast first pass)
-    grid:                                # architecture parameters by dotted path; one axis each
-      compute.block_m: [8, 16, 32]       # memory levels by name (memory.HBM.…) or index (memory.0.…)
-      memory.HBM.read_bytes_per_cycle: [18.5, 37, 74]
-    zip:                                 # groups of parameters that vary together (one axis each)
-      - {memory.L1.capacity_bytes: [524288, 1048576], memory.L2.capacity_bytes: [4194304, 8388608]}
-    tie: {compute.block_n: compute.block_m}   # target takes the value of a grid/zip parameter
-    dataflows: [w8a8, osc, w4a4_static]
-    knobs: {osc: {G: [16, 64]}}          # grid over knob values, per dataflow
-    workloads:                           # each point runs all GEMMs of one workload, summed
-      - {gemm: 128x4096x4096}
-      - {gemms: [16x4096x4096, 16x4096x12288], name: decode-ffn}
-      - {trace: smollm2-135m}            # every GEMM of a compact trace, with its statistics
-      - {model: qwen3-8b, phase: decode, tokens: 1, kv_len: 2048}
-    baseline: w8a8                       # speedup column and heatmap (default: first variant)
-    heatmap: [compute.block_m, memory.HBM.read_bytes_per_cycle]   # default: first two axes
-
-A point = (architecture parameters, dataflow, knob values, workload). Model workloads contribute
-their GEMMs only (linear layers, LM head and, unless ``attention: false``, the attention matmuls,
-via ``models.lower``); their vector work (norms, softmax, activations) is not in the sweep, and
+A point = (architecture parameters, dataflow, knob values, workload); its row sums the workload's
+GEMMs. Model workloads contribute GEMMs only (linear layers, LM head and, unless ``attention:
+false``, the attention matmuls, via ``models.lower``): their vector work is not in the sweep, and
 without trace statistics the data-dependent dataflows use their documented no-statistics bounds.
 
-Every finished point is written at once to ``out/points/<sha256>.parquet`` (temp file + rename);
+Each finished point is written at once to ``out/points/<sha256>.parquet`` (temp file + rename);
 the hash covers the accel-sim version, the base architecture file's bytes, the validated
 architecture, the dataflow and its resolved knobs, the workload's content and the engine. A
-restarted sweep skips points whose file exists. The final ``results.parquet``/``results.csv`` are
-always rebuilt from the point files in expansion order, so a sweep killed and restarted ends with
-the same table as an uninterrupted one.
+restarted sweep skips points whose file exists, and ``results.parquet``/``results.csv`` are always
+rebuilt from the point files in expansion order: a sweep killed and restarted ends with the same
+table as an uninterrupted run.
 """
 
 from __future__ import annotations
@@ -48,22 +34,16 @@ import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import pandas as pd
+import pydantic as pyd
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-from pydantic import StrictBool, StrictFloat, StrictInt, StrictStr
 
 from accel_sim.errors import UserInputError
 
-Scalar = StrictBool | StrictInt | StrictFloat | StrictStr
 METRICS = ("gemms", "cycles", "compute_cycles", "stall_cycles", "utilization", "macs", "time_s",
            "energy_pj", "pj_per_mac", "rel_error")  # fmt: skip
-
-
-def _as_list(value: Any) -> Any:
-    return value if isinstance(value, list) else [value]
 
 
 def _unique(values: list) -> list:
@@ -72,27 +52,30 @@ def _unique(values: list) -> list:
     return values
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+Scalar = pyd.StrictBool | pyd.StrictInt | pyd.StrictFloat | pyd.StrictStr
+Values = Annotated[list[Scalar], pyd.BeforeValidator(lambda v: v if isinstance(v, list) else [v]),
+                   pyd.Field(min_length=1), pyd.AfterValidator(_unique)]  # fmt: skip
+Strict = pyd.ConfigDict(extra="forbid", frozen=True)
 
 
-class WorkloadSpec(_Strict):
+class WorkloadSpec(pyd.BaseModel):
     """One workload: exactly one of ``gemm``, ``gemms``, ``trace``, ``model``."""
 
+    model_config = Strict
     name: str | None = None
     gemm: str | None = None
-    gemms: list[str] | None = Field(None, min_length=1)
+    gemms: list[str] | None = pyd.Field(None, min_length=1)
     trace: str | None = None
     model: str | None = None
     phase: Literal["prefill", "decode"] | None = None
-    tokens: StrictInt | None = Field(None, gt=0)
-    batch: StrictInt = Field(1, gt=0)
-    kv_len: StrictInt = Field(0, ge=0)
-    extra_prefix_tokens: StrictInt = Field(0, ge=0)
+    tokens: pyd.PositiveInt | None = None
+    batch: pyd.PositiveInt = 1
+    kv_len: pyd.NonNegativeInt = 0
+    extra_prefix_tokens: pyd.NonNegativeInt = 0
     logits: Literal["all", "last"] = "all"
-    attention: StrictBool = Field(True, description="include the attention matmuls (QKᵀ, PV)")
+    attention: pyd.StrictBool = True  # include the attention matmuls (QKᵀ, PV)
 
-    @model_validator(mode="after")
+    @pyd.model_validator(mode="after")
     def _one_source(self) -> WorkloadSpec:
         given = [k for k in ("gemm", "gemms", "trace", "model") if getattr(self, k) is not None]
         if len(given) != 1:
@@ -105,43 +88,20 @@ class WorkloadSpec(_Strict):
         return self
 
 
-class SweepSpec(_Strict):
+class SweepSpec(pyd.BaseModel):
+    model_config = Strict
     name: str = ""
     description: str = ""
     base_arch: str
     engine: Literal["des", "twin"] = "des"
-    grid: dict[str, list[Scalar]] = {}
-    zip: list[dict[str, list[Scalar]]] = []
+    grid: dict[str, Values] = {}
+    zip: list[dict[str, Values]] = []
     tie: dict[str, str] = {}
-    dataflows: list[str] = Field(min_length=1)
-    knobs: dict[str, dict[str, list[Scalar]]] = {}
-    workloads: list[WorkloadSpec] = Field(min_length=1)
+    dataflows: Annotated[list[str], pyd.Field(min_length=1), pyd.AfterValidator(_unique)]
+    knobs: dict[str, dict[str, Values]] = {}
+    workloads: list[WorkloadSpec] = pyd.Field(min_length=1)
     baseline: str | None = None
-    heatmap: list[str] | None = Field(None, min_length=2, max_length=2)
-
-    @field_validator("grid", mode="before")
-    @classmethod
-    def _grid_lists(cls, v):
-        return {k: _as_list(x) for k, x in v.items()} if isinstance(v, dict) else v
-
-    @field_validator("knobs", mode="before")
-    @classmethod
-    def _knob_lists(cls, v):
-        if not isinstance(v, dict):
-            return v
-        return {f: {k: _as_list(x) for k, x in ks.items()} if isinstance(ks, dict) else ks
-                for f, ks in v.items()}  # fmt: skip
-
-    @field_validator("grid", "knobs", "zip", "dataflows")
-    @classmethod
-    def _no_duplicates(cls, v):
-        if isinstance(v, list) and v and isinstance(v[0], str):
-            return _unique(v)
-        groups = v if isinstance(v, list) else [v]
-        for group in groups:
-            for values in group.values():
-                _unique(values) if isinstance(values, list) else [_unique(x) for x in values.values()]
-        return v
+    heatmap: list[str] | None = pyd.Field(None, min_length=2, max_length=2)
 
 
 @dataclass(frozen=True)
@@ -158,9 +118,9 @@ class Point:
     task: dict[str, Any]
 
     def columns(self) -> dict[str, Any]:
-        knobs = {f"knob.{k}": v for k, v in self.knobs.items()}
-        return {"point": self.index, "point_hash": self.hash, "workload": self.workload,
-                "dataflow": self.dataflow, "variant": self.variant, **self.params, **knobs}  # fmt: skip
+        ids = {"point": self.index, "point_hash": self.hash, "workload": self.workload}
+        ids |= {"dataflow": self.dataflow, "variant": self.variant, **self.params}
+        return ids | {f"knob.{k}": v for k, v in self.knobs.items()}
 
 
 def _sha256(data: bytes | str) -> str:
@@ -194,7 +154,7 @@ def _set_path(arch: dict, path: str, value: Any, source: str) -> None:
     node[leaf] = value
 
 
-def _error(err: ValidationError, source: str) -> UserInputError:
+def _error(err: pyd.ValidationError, source: str) -> UserInputError:
     first = err.errors()[0]
     key = ".".join(str(p) for p in first["loc"])
     message = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
@@ -226,7 +186,7 @@ def load_spec(path: str | Path) -> Sweep:
         raise UserInputError(src, "expected a YAML mapping at the top level")
     try:
         spec = SweepSpec.model_validate(data)
-    except ValidationError as err:
+    except pyd.ValidationError as err:
         raise _error(err, src) from None
     arch_path = resolve_arch_path(spec.base_arch)
     raw = arch_path.read_bytes()
@@ -236,7 +196,9 @@ def load_spec(path: str | Path) -> Sweep:
     for i, group in enumerate(spec.zip):
         lengths = {len(v) for v in group.values()}
         if len(lengths) != 1:
-            raise UserInputError(src, f"zip lists must have equal lengths, got {lengths}", f"zip.{i}")
+            raise UserInputError(
+                src, f"zip lists must have equal lengths, got {lengths}", f"zip.{i}"
+            )
         axes.append((tuple(group), tuple(zip(*group.values()))))
     swept = [p for paths, _ in axes for p in paths]
     if len(set(swept)) != len(swept):
@@ -247,7 +209,9 @@ def load_spec(path: str | Path) -> Sweep:
                                  f"tie.{target}")  # fmt: skip
     for path_ in swept + list(spec.tie):
         _set_path(copy.deepcopy(base), path_, 0, src)  # the path exists (value checked later)
-    return Sweep(path, spec, base, _sha256(raw), tuple(a[0] for a in axes), tuple(a[1] for a in axes))
+    return Sweep(
+        path, spec, base, _sha256(raw), tuple(a[0] for a in axes), tuple(a[1] for a in axes)
+    )
 
 
 def _workload(w: WorkloadSpec, src: str, key: str) -> tuple[str, dict]:
@@ -524,8 +488,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser("sweep", help="design-space sweep on Dask (YAML grid)")
     parser.add_argument("spec", help="sweep YAML (see workloads/sweeps/example.yaml)")
     parser.add_argument("--out", required=True, help="output directory (resumable)")
-    parser.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786 "
-                        "(default: a local cluster of 2 processes; 'synchronous': no Dask)")
+    parser.add_argument(
+        "--scheduler",
+        help="Dask scheduler address, e.g. tcp://host:8786 "
+        "(default: a local cluster of 2 processes; 'synchronous': no Dask)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(func=_cmd_sweep)
     return parser

@@ -105,6 +105,9 @@ def plot_pareto(df: pd.DataFrame, path: str | Path) -> Path:
             low, high = sub[column].min(), sub[column].max()
             if low > 0 and high / low > 10:
                 getattr(ax, f"set_{axis}scale")("log")
+                getattr(ax, f"{axis}axis").set_minor_formatter(plt.NullFormatter())
+            else:
+                ax.ticklabel_format(axis=axis, style="sci", scilimits=(0, 0))
         ax.set(title=str(workload), xlabel="cycles", ylabel="energy (pJ)")
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7)

@@ -47,8 +47,11 @@ def compare_scalesim(cases) -> None:
           f"{'ratio':>8}  cycles equal")  # fmt: skip
     for rows, cols, df, (m, k, n) in cases:
         arch = _scalesim_arch(rows, cols, df)
-        ref, t_ref = _timed(lambda: run_scalesim(rows, cols, df, [(m, k, n)],
-                                                 sram_kb=(4096, 4096, 4096), timeout_s=3600))
+        ref, t_ref = _timed(
+            lambda: run_scalesim(
+                rows, cols, df, [(m, k, n)], sram_kb=(4096, 4096, 4096), timeout_s=3600
+            )
+        )
         _CACHE.clear()
         ours, t_des = _timed(lambda: accel_sim.simulate(arch, (m, k, n), "fp16"))
         same = ours.compute_cycles == ref[0]["total_cycles"]
@@ -63,7 +66,8 @@ def compare_twin(gemms) -> None:
         des, t_des = _timed(lambda: accel_sim.simulate("ascend_like_cube", gemm, "w8a8"))
         _CACHE.clear()
         twin, t_twin = _timed(
-            lambda: accel_sim.simulate("ascend_like_cube", gemm, "w8a8", engine="twin"))
+            lambda: accel_sim.simulate("ascend_like_cube", gemm, "w8a8", engine="twin")
+        )
         print(f"  {gemm:>16}: DES {t_des * 1e3:7.1f} ms, twin {t_twin * 1e3:6.2f} ms "
               f"({t_des / t_twin:5.0f}x), cycles DES {des.cycles} twin {twin.cycles} "
               f"({(twin.cycles - des.cycles) / des.cycles:+.2%})")  # fmt: skip

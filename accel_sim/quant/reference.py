@@ -122,32 +122,15 @@ def y_mx(X: np.ndarray, W: np.ndarray, fmt: str = "mxfp4") -> np.ndarray:
 
 
 def build_osc_table(X_calib: np.ndarray, G: int = 32, alpha: float = 5.0) -> np.ndarray:
-    """OSC Algorithm 1 for one (position, layer): the lookup table row L[p][l] of length ceil(K/G).
+    """OSC Algorithm 1 (T = α·mean|X|) as the reference functions want it: entries local to
+    their group (0..G−1, −1 = none). The work is done by the statistics kernel
+    :func:`accel_sim.workload.stats.osc_lookup_table`, which returns global channel indices."""
+    from accel_sim.workload.stats import osc_lookup_table, osc_threshold
 
-    For each group k of G channels and each calibration token s, j* = argmax_j |x[s, kG + j]|;
-    j* joins the candidate set when |x| > T with T = alpha · mean|X| (DESIGN §3; the paper leaves
-    T_l per layer). The entry is the mode of the set (lowest index on ties), −1 if empty.
-    This numpy version is the reference for faster (numba) statistics kernels.
-    """
-    X = np.asarray(X_calib, dtype=np.float64)
-    if X.ndim != 2:
-        raise UserInputError(_SRC, f"X_calib must be 2-D, got shape {X.shape}")
     if isinstance(G, bool) or not isinstance(G, int) or G <= 0:
         raise UserInputError(_SRC, f"G must be a positive int, got {G!r}", "G")
-    S, K = X.shape
-    ng = math.ceil(K / G)
-    A = np.zeros((S, ng * G))
-    A[:, :K] = np.abs(X)
-    T = alpha * float(np.abs(X).mean()) if X.size else 0.0
-    Ag = A.reshape(S, ng, G)
-    jstar = Ag.argmax(axis=2)  # S × ng
-    hit = np.take_along_axis(Ag, jstar[..., None], axis=2)[..., 0] > T
-    table = np.full(ng, -1, dtype=np.int64)
-    for k in range(ng):
-        cand = jstar[hit[:, k], k]
-        if cand.size:
-            table[k] = int(np.bincount(cand, minlength=G).argmax())
-    return table
+    table = osc_lookup_table(X_calib, G, osc_threshold(X_calib, alpha)).astype(np.int64)
+    return np.where(table >= 0, table - np.arange(table.size) * G, -1)
 
 
 def osc_channels(table: np.ndarray, G: int, K: int) -> np.ndarray:
@@ -197,9 +180,11 @@ def y_osc(
 
 
 def outlier_channels(X: np.ndarray, threshold: float = 6.0) -> np.ndarray:
-    """Columns of X with at least one |x| > threshold (LLM.int8()'s criterion, MUXQ §3.3)."""
-    X = np.asarray(X)
-    return np.nonzero((np.abs(X) > threshold).any(axis=0))[0]
+    """Columns of X with at least one |x| > threshold (LLM.int8()'s criterion, MUXQ §3.3);
+    the statistics kernel's answer."""
+    from accel_sim.workload.stats_ops import outlier_channels as kernel
+
+    return kernel(X, threshold)
 
 
 def y_muxq(

@@ -78,7 +78,8 @@ def totals(df: pd.DataFrame) -> pd.DataFrame:
         err = df.dropna(subset=["rel_error"])
         weights = err["macs"].astype(float)
         mean = (err["rel_error"] * weights).groupby(err["dataflow"]).sum() / weights.groupby(
-            err["dataflow"]).sum()
+            err["dataflow"]
+        ).sum()
         out["mean_rel_error"] = mean.reindex(out.index)
     if "w8a8" in out.index:
         out["speedup_vs_w8a8"] = out.loc["w8a8", "total_cycles"] / out["total_cycles"]

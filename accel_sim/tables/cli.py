@@ -83,11 +83,24 @@ def rows_of(df: pd.DataFrame) -> list[dict]:
     return [{str(k): _json_value(v) for k, v in row.items()} for row in df.to_dict("records")]
 
 
+def _fmt(value: float) -> str:
+    """Floats for the terminal: no scientific notation, 3-4 significant decimals."""
+    if not math.isfinite(value):
+        return "-"
+    if abs(value) >= 1000:
+        return f"{value:.0f}"
+    if abs(value) >= 10:
+        return f"{value:.2f}"
+    if abs(value) >= 1:
+        return f"{value:.3f}"
+    return f"{value:.4f}"
+
+
 def format_report(result) -> str:
     """Header lines, the table, then the notes (what the command prints)."""
     lines = [f"accel-sim table {result.name} · {result.title}", ""]
     lines += [f"  {line}" for line in result.header]
-    lines += ["", result.table.to_string(index=False), ""]
+    lines += ["", result.table.to_string(index=False, float_format=_fmt), ""]
     lines += [f"note: {note}" for note in result.notes]
     return "\n".join(lines)
 

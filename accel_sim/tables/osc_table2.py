@@ -20,8 +20,8 @@ from our own breakdowns, so a deviation from the paper is explained rather than 
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd

@@ -104,7 +104,7 @@ def _rows_for(arch, workload: str, gemms: Sequence[Gemm], stats_for, engine: str
         runs = cache[key]
         for kind in (gemm.kind, "all"):
             a = acc[kind]
-            a["gemms"] += 1
+            a["gemms"] += gemm.count
             for flow, tag in (("w8a8", "dyn"), ("w8a8_static", "static")):
                 result, ops = runs[flow]
                 a[f"{tag}_cycles"] += result.cycles

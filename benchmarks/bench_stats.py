@@ -1,6 +1,7 @@
 """Throughput of the statistics kernels (numba) against their numpy references.
 
-Run: ``python benchmarks/bench_stats_kernels.py [--threads N] [--M 2048 --K 4096 --N 4096]``.
+Run: ``python benchmarks/bench_stats.py [--threads N] [--M 2048 --K 4096 --N 4096]``.
+Also times every dataflow on every GEMM of the SmolLM2 trace (target < 10 s, cold caches).
 X is M×K float32 N(0, 1) with planted outlier channels (×30 in 16 channels, and a few isolated
 spikes); W is N×K N(0, 0.02²) with a few large weights. JIT compile time is excluded (one warm-up
 call). Per-tensor kernels report elements of X per second; the early-bird kernels report
@@ -135,5 +136,28 @@ def main() -> None:
     )
 
 
+def bench_trace_dataflows() -> None:
+    """All dataflows × all SmolLM2 GEMMs on the cube and on a systolic array (with OPS)."""
+    import accel_sim
+    from accel_sim.engine.run import _CACHE
+    from accel_sim.workload.trace import load_trace
+
+    trace = load_trace("smollm2-135m")
+    for arch in ("ascend_like_cube", "systolic_32x32_ws"):
+        flows = [f for f in accel_sim.dataflows()
+                 if not accel_sim.api.unsupported_reason(arch, f, trace.gemms[0],
+                                                          trace.stats_for(trace.gemms[0]))]  # fmt: skip
+        _CACHE.clear()
+        start = time.perf_counter()
+        df = accel_sim.simulate_many(arch, trace.gemms, flows, stats_for=trace.stats_for)
+        took = time.perf_counter() - start
+        print(
+            f"all dataflows × SmolLM2 trace on {arch}: {len(trace.gemms)} GEMMs × "
+            f"{len(flows)} dataflows = {len(df)} runs in {took:.2f} s (target < 10 s)"
+        )
+
+
 if __name__ == "__main__":
     main()
+    print()
+    bench_trace_dataflows()
