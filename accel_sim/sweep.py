@@ -135,20 +135,17 @@ def _set_path(arch: dict, path: str, value: Any, source: str) -> None:
     """``compute.rates.fp4`` / ``memory.HBM.read_bytes_per_cycle`` / ``memory.0.…`` := value."""
     *parents, leaf = path.split(".")
     node: Any = arch
-    for i, part in enumerate(parents):
-        if isinstance(node, list):
-            names = [m.get("name") for m in node if isinstance(m, dict)]
-            if part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
-            elif part in names:
-                node = node[names.index(part)]
-            else:
+    for part in parents:
+        if isinstance(node, list):  # memory levels: by name or by index
+            names = [m.get("name") for m in node]
+            index = int(part) if part.isdigit() else names.index(part) if part in names else None
+            if index is None or index >= len(node):
                 raise UserInputError(source, f"no level {part!r}; levels: {names}", path)
-        elif isinstance(node, dict) and isinstance(node.get(part), dict | list):
+            node = node[index]
+        elif isinstance(node.get(part), dict | list):
             node = node[part]
         else:
-            where = ".".join(parents[: i + 1])
-            raise UserInputError(source, f"{where!r} is not a section of the architecture", path)
+            raise UserInputError(source, f"{part!r} is not a section of the architecture", path)
     if not isinstance(node, dict):
         raise UserInputError(source, "does not name an architecture field", path)
     node[leaf] = value
@@ -165,53 +162,46 @@ def _error(err: pyd.ValidationError, source: str) -> UserInputError:
 class Sweep:
     path: Path
     spec: SweepSpec
-    base: dict
+    base: dict  # the base architecture file, parsed
     base_sha256: str
-    axes: tuple[tuple[str, ...], ...]  # each axis: the parameter paths it sets together
-    values: tuple[tuple[tuple, ...], ...]  # each axis: its value tuples
+    axes: tuple[tuple[tuple[str, ...], tuple[tuple, ...]], ...]  # (paths, value tuples) per axis
 
 
 def load_spec(path: str | Path) -> Sweep:
     """Parse and validate a sweep file; every problem is one :class:`UserInputError`."""
-    from accel_sim.arch.load import arch_from_dict, resolve_arch_path
+    from accel_sim.arch.load import load_arch, resolve_arch_path
 
     path, src = Path(path), str(path)
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        spec = SweepSpec.model_validate(data)
     except OSError:
         raise UserInputError(src, "sweep file not found or unreadable") from None
     except yaml.YAMLError as err:
         raise UserInputError(src, f"malformed YAML: {getattr(err, 'problem', err)}") from None
-    if not isinstance(data, dict):
-        raise UserInputError(src, "expected a YAML mapping at the top level")
-    try:
-        spec = SweepSpec.model_validate(data)
     except pyd.ValidationError as err:
-        raise _error(err, src) from None
+        first = err.errors()[0]
+        message = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
+        key = ".".join(str(p) for p in first["loc"]) or None
+        raise UserInputError(src, message.removeprefix("Value error, "), key) from None
     arch_path = resolve_arch_path(spec.base_arch)
+    load_arch(arch_path)  # a bad base architecture is reported against its own file
     raw = arch_path.read_bytes()
-    base = yaml.safe_load(raw)
-    arch_from_dict(base, str(arch_path))
     axes = [((p,), tuple((v,) for v in vs)) for p, vs in spec.grid.items()]
     for i, group in enumerate(spec.zip):
-        lengths = {len(v) for v in group.values()}
-        if len(lengths) != 1:
-            raise UserInputError(
-                src, f"zip lists must have equal lengths, got {lengths}", f"zip.{i}"
-            )
+        if len({len(v) for v in group.values()}) != 1:
+            raise UserInputError(src, "the lists of a zip group must have equal lengths", f"zip.{i}")
         axes.append((tuple(group), tuple(zip(*group.values()))))
     swept = [p for paths, _ in axes for p in paths]
     if len(set(swept)) != len(swept):
         raise UserInputError(src, "a parameter appears in more than one axis", "grid")
     for target, source in spec.tie.items():
         if source not in swept or target in swept:
-            raise UserInputError(src, f"must tie a new parameter to a grid/zip one ({swept})",
-                                 f"tie.{target}")  # fmt: skip
-    for path_ in swept + list(spec.tie):
-        _set_path(copy.deepcopy(base), path_, 0, src)  # the path exists (value checked later)
-    return Sweep(
-        path, spec, base, _sha256(raw), tuple(a[0] for a in axes), tuple(a[1] for a in axes)
-    )
+            raise UserInputError(src, f"must tie a new parameter to one of {swept}", f"tie.{target}")
+    base = yaml.safe_load(raw)
+    for name in swept + list(spec.tie):
+        _set_path(copy.deepcopy(base), name, 0, src)  # the path exists (values checked later)
+    return Sweep(path, spec, base, _sha256(raw), tuple(axes))
 
 
 def _workload(w: WorkloadSpec, src: str, key: str) -> tuple[str, dict]:

@@ -139,14 +139,15 @@ def main() -> None:
 def bench_trace_dataflows() -> None:
     """All dataflows × all SmolLM2 GEMMs on the cube and on a systolic array (with OPS)."""
     import accel_sim
+    from accel_sim.api import unsupported_reason
     from accel_sim.engine.run import _CACHE
     from accel_sim.workload.trace import load_trace
 
     trace = load_trace("smollm2-135m")
     for arch in ("ascend_like_cube", "systolic_32x32_ws"):
+        first = trace.gemms[0]
         flows = [f for f in accel_sim.dataflows()
-                 if not accel_sim.api.unsupported_reason(arch, f, trace.gemms[0],
-                                                          trace.stats_for(trace.gemms[0]))]  # fmt: skip
+                 if not unsupported_reason(arch, f, first, trace.stats_for(first))]  # fmt: skip
         _CACHE.clear()
         start = time.perf_counter()
         df = accel_sim.simulate_many(arch, trace.gemms, flows, stats_for=trace.stats_for)
