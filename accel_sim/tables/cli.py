@@ -48,7 +48,9 @@ def _check_out_dir(out: str | Path) -> Path:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise UserInputError(str(path), f"cannot create the --out directory: {err.strerror}") from None
+        raise UserInputError(
+            str(path), f"cannot create the --out directory: {err.strerror}"
+        ) from None
     return path
 
 

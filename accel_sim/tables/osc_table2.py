@@ -155,8 +155,10 @@ def _notes(detail: pd.DataFrame, arch) -> list[str]:
         for G in sorted(aligned["G"].unique()):
             a = aligned[aligned["G"] == G]["matrix_speedup"]
             parts.append(f"G={G}: {a.min():.3f}-{a.max():.3f} vs {compute_formula(G):.3f}")
-        text = ("matrix-unit-only speedup (compute_cycles ratio) at M>=128 where K'=K/G is a "
-                f"multiple of the cube's {block_k}-deep K block: " + "; ".join(parts) + ".")
+        text = (
+            "matrix-unit-only speedup (compute_cycles ratio) at M>=128 where K'=K/G is a "
+            f"multiple of the cube's {block_k}-deep K block: " + "; ".join(parts) + "."
+        )
         if not unaligned.empty:
             shapes = sorted({(int(r.K), int(r.G), int(r.k_branch)) for r in unaligned.itertuples()})
             text += (" Where K' is not (" + ", ".join(f"K={k} G={g} K'={kb}" for k, g, kb in shapes)
@@ -260,8 +262,7 @@ def build(arch: str = ARCH, sizes: Sequence[int] = SIZES, m_memory: Sequence[int
     elapsed = time.perf_counter() - start
     arch_file = arch_path(arch, arch_obj)
     header = [
-        f"architecture: {arch_file} ({arch_obj.description}); rates "
-        f"{dict(arch_obj.compute.rates)}",
+        f"architecture: {arch_file} ({arch_obj.description}); rates {dict(arch_obj.compute.rates)}",
         "statistics: none — OSC branch width K' = ceil(K/G), the lookup table's upper bound "
         "and the paper's Table 2 assumption (no trace); MXFP4 base (4.25 bits/element), "
         "no down-projection fallback (kind-less GEMMs)",
