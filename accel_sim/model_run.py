@@ -38,6 +38,7 @@ import pandas as pd
 from accel_sim.api import simulate
 from accel_sim.arch.load import load_arch
 from accel_sim.arch.schema import Arch
+from accel_sim.dataflow.common import FP16_BYTES
 from accel_sim.dataflow.plan import Plan, VectorOp
 from accel_sim.dataflow.registry import dataflow_names, get_dataflow
 from accel_sim.energy.model import price
@@ -50,7 +51,6 @@ from accel_sim.workload.trace import Trace, load_trace
 DEFAULT_ARCH = "ascend_like_cube"
 DEFAULT_STATS = "smollm2-135m"
 COUNT_KEYS = ("osc_table_channels", "outlier_channels")
-FP16_BYTES = 2
 ROW_COLUMNS = ["dataflow", "row", "op", "group", "kind", "run_as", "M", "K", "N", "elements",
                "count", "cycles", "compute_cycles", "stall_cycles", "time_s", "macs",
                "vector_flops", "energy_pj", "utilization"]  # fmt: skip
@@ -84,9 +84,8 @@ class ModelResult:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def header(self) -> str:
-        shape = f"T={self.tokens} B={self.batch} kv_len={self.kv_len}"
-        if self.extra_prefix_tokens:
-            shape += f" prefix={self.extra_prefix_tokens}"
+        shape = f"T={self.tokens} B={self.batch} kv_len={self.kv_len}" + (
+            f" prefix={self.extra_prefix_tokens}" if self.extra_prefix_tokens else "")  # fmt: skip
         return (f"accel-sim model · arch {self.arch} ({self.arch_path}) · model {self.model} · "
                 f"{self.phase} {shape} · {self.stats_source}")  # fmt: skip
 
@@ -101,7 +100,6 @@ class ModelResult:
                 "by_kind": records(self.by_kind), "rows": records(self.table)}  # fmt: skip
 
 
-# ---------------------------------------------------------------- statistics by layer kind
 def _is_number(value) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
@@ -118,14 +116,9 @@ def _median_tree(items: list) -> Any:
     return None if _is_number(first) or first is None else first
 
 
-def _density(value, k: int):
-    return {key: _density(v, k) for key, v in value.items()} if isinstance(value, dict) \
-        else float(value) / k  # fmt: skip
-
-
-def _count(value, k: int):
-    return {key: _count(v, k) for key, v in value.items()} if isinstance(value, dict) \
-        else int(math.floor(value * k + 0.5))  # fmt: skip
+def _scale(value, fn):
+    """``fn`` applied to every number of a nested dict."""
+    return {k: _scale(v, fn) for k, v in value.items()} if isinstance(value, dict) else fn(value)
 
 
 class KindStats:
@@ -137,7 +130,8 @@ class KindStats:
         for gemm, stats in zip(trace.gemms, trace.stats):
             if not isinstance(stats, dict):
                 continue
-            scaled = {k: (_density(v, gemm.K) if k in COUNT_KEYS else v) for k, v in stats.items()}
+            scaled = {k: _scale(v, lambda x, K=gemm.K: float(x) / K) if k in COUNT_KEYS else v
+                      for k, v in stats.items()}  # fmt: skip
             groups.setdefault(gemm.kind, []).append(scaled)
             groups.setdefault("*", []).append(scaled)
         if "*" not in groups:
@@ -159,12 +153,12 @@ class KindStats:
             if kind == "*":
                 self.missing.add(gemm.kind or "(none)")
             med = self._median[kind]
-            self._cache[key] = {k: (_count(v, gemm.K) if k in COUNT_KEYS else v)
+            to_count = lambda x: int(math.floor(x * gemm.K + 0.5))  # noqa: E731
+            self._cache[key] = {k: (_scale(v, to_count) if k in COUNT_KEYS else v)
                                 for k, v in med.items()}  # fmt: skip
         return self._cache[key]
 
 
-# ---------------------------------------------------------------- costing
 def attention_dataflow(arch: Arch) -> str:
     """FP16 when the matrix unit has an FP16 rate, else per-tensor static INT8."""
     return "fp16" if "fp16" in arch.compute.rates else "w8a8_static"
@@ -180,12 +174,12 @@ def _vector_row(arch: Arch, spec: ModelSpec, work: VectorWork, batch: int,
         per_op = 1
     elements, ops = work.elements * per_op, work.count // per_op
     op = VectorOp(work.name, elements, work.flops_per_element, streams * elements * FP16_BYTES,
-                  elements * FP16_BYTES, ops)
+                  elements * FP16_BYTES, ops)  # fmt: skip
     plan = Plan("vector", Gemm(1, 1, 1, name=work.name), (op,))  # fmt: skip
     result = run_plan(arch, plan, engine=engine).ops[0]
     energy = price(arch, result.counts, result.cycles)
     return {"row": work.name, "op": "vector", "group": "vector", "kind": work.kind,
-            "run_as": "vector", "elements": work.elements, "count": work.count,
+            "run_as": "vector", "elements": elements, "count": ops,
             "cycles": result.cycles, "compute_cycles": 0, "stall_cycles": result.cycles,
             "time_s": result.cycles / arch.clock_hz, "macs": 0, "vector_flops": work.flops,
             "energy_pj": energy.total_pj, "utilization": 0.0}  # fmt: skip
@@ -202,29 +196,13 @@ def _gemm_row(result, gemm: Gemm, run_as: str) -> dict[str, Any]:
     return out
 
 
-def _resolve_stats(stats_from, spec: ModelSpec) -> tuple[KindStats | None, str]:
-    if stats_from is None:
-        return None, "no trace statistics (data-dependent dataflows need knobs)"
-    trace = stats_from if isinstance(stats_from, Trace) else load_trace(stats_from)
-    kinds = KindStats(trace)
-    return kinds, kinds.description
-
-
 def simulate_model(
-    arch: Arch | str | Path,
-    model: ModelSpec | str | Path,
-    phase: str = "prefill",
-    tokens: int = 2048,
-    batch: int = 1,
-    kv_len: int = 0,
-    dataflows=("w8a8",),
+    arch: Arch | str | Path, model: ModelSpec | str | Path, phase: str = "prefill",
+    tokens: int = 2048, batch: int = 1, kv_len: int = 0, dataflows=("w8a8",),
     knobs: dict[str, dict[str, Any]] | None = None,
-    stats_from: str | Path | Trace | None = DEFAULT_STATS,
-    extra_prefix_tokens: int = 0,
-    engine: str = "des",
-    progress: bool = False,
-    logits: str = "all",
-) -> ModelResult:
+    stats_from: str | Path | Trace | None = DEFAULT_STATS, extra_prefix_tokens: int = 0,
+    engine: str = "des", progress: bool = False, logits: str = "all",
+) -> ModelResult:  # fmt: skip
     """Simulate one phase of a model under each dataflow (module docstring: assumptions).
 
     Args:
@@ -247,16 +225,15 @@ def simulate_model(
     for flow in {*flows, *knobs}:
         get_dataflow(flow, "dataflows").resolve_knobs(knobs.get(flow), "knobs")
     work = lower(spec, phase, tokens, batch, kv_len, extra_prefix_tokens, logits=logits)
-    kind_stats, source = _resolve_stats(stats_from, spec)
+    kind_stats, source = None, "no trace statistics (data-dependent dataflows need knobs)"
+    if stats_from is not None:
+        trace = stats_from if isinstance(stats_from, Trace) else load_trace(stats_from)
+        kind_stats = KindStats(trace)
+        source = kind_stats.description
     attn_flow = attention_dataflow(arch)
 
     vector_rows = [_vector_row(arch, spec, v, batch, engine) for v in work.vector_ops]
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(flows) * len(work.gemms), desc=f"{spec.name} {phase}", unit="gemm",
-                   leave=False)  # fmt: skip
+    bar = _bar(len(flows) * len(work.gemms), f"{spec.name} {phase}") if progress else None
     cache: dict[tuple, Any] = {}
     rows: list[dict[str, Any]] = []
     skipped: dict[str, str] = {}
@@ -286,10 +263,7 @@ def simulate_model(
         raise UserInputError(arch.origin, f"no dataflow runs on this architecture: {skipped}")
     table = pd.DataFrame(rows)
     cols = ROW_COLUMNS + [c for c in EXTRA_COLUMNS if c in table.columns]
-    table = table.reindex(columns=cols)
-    table["order"] = table["dataflow"].map({f: i for i, f in enumerate(flows)})
-    table = table.sort_values("order", kind="stable").drop(columns="order").reset_index(drop=True)
-
+    table = table.reindex(columns=cols)  # rows are grouped by dataflow, in the given order
     totals = _totals(table, flows, arch.clock_hz, work.tokens * work.batch)
     by_kind = _by_kind(table)
     notes = _notes(arch, spec, work, source, attn_flow, kind_stats, logits)
@@ -297,6 +271,12 @@ def simulate_model(
     return ModelResult(arch.name, arch.origin, spec.name, phase, tokens, batch, kv_len,
                        extra_prefix_tokens, arch.clock_hz, source, table, totals, by_kind,
                        tuple(notes))  # fmt: skip
+
+
+def _bar(total: int, desc: str):
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="gemm", leave=False)
 
 
 def _totals(table: pd.DataFrame, flows: list[str], clock_hz: float, tokens: int) -> pd.DataFrame:
@@ -325,7 +305,8 @@ def _by_kind(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def _notes(arch, spec, work, source, attn_flow, kind_stats, logits) -> list[str]:
-    notes = [
+    notes = [] if kind_stats else [source]
+    notes += [
         f"attention matmuls (QKᵀ, PV) run as {attn_flow} under every dataflow, w4a4_static "
         "included (the schemes quantize linear layers; PrefixQuant's KV4 is out of scope)",
         "non-GEMM work on the vector unit at its stated flops per element (workload/models.py), "
@@ -335,9 +316,7 @@ def _notes(arch, spec, work, source, attn_flow, kind_stats, logits) -> list[str]
     ]
     if spec.family == "decoder" and work.phase == "prefill":
         notes.append(f"LM head over {logits} prompt tokens")
-    if kind_stats is None:
-        notes.append(source)
-    else:
+    if kind_stats is not None:
         notes.append(f"{source} ({kind_stats.trace.path}): medians of fractions and errors "
                      "per kind; counts (OSC table channels, outlier channels) scaled by "
                      "K_model/K_trace and rounded; errors are the trace model's")  # fmt: skip
@@ -347,22 +326,6 @@ def _notes(arch, spec, work, source, attn_flow, kind_stats, logits) -> list[str]
     if arch.efficiency:
         notes.append(f"efficiency factors of {arch.origin}: {dict(arch.efficiency)}")
     return notes
-
-
-# ---------------------------------------------------------------- command line
-def _parse_knobs(pairs) -> dict[str, dict]:
-    out: dict[str, dict] = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        flow, dot, name = key.partition(".")
-        if not sep or not dot or not name:
-            raise UserInputError("--knob", f"expected DATAFLOW.NAME=VALUE, got {pair!r}")
-        try:
-            parsed = json.loads(value)
-        except json.JSONDecodeError:
-            parsed = value
-        out.setdefault(flow, {})[name] = parsed
-    return out
 
 
 def format_report(result: ModelResult) -> str:
@@ -387,13 +350,14 @@ def format_report(result: ModelResult) -> str:
 
 
 def _cmd_model(args) -> int:
+    from accel_sim.cli import _knobs  # the same --knob syntax as `accel-sim run`
     from accel_sim.report.io import check_output_path, write_table
 
     if args.out:
         check_output_path(args.out)
     result = simulate_model(
         args.arch, args.name, args.phase, args.tokens, args.batch, args.kv_len,
-        args.dataflow or ["w8a8"], _parse_knobs(args.knob),
+        args.dataflow or ["w8a8"], _knobs(args.knob),
         None if args.stats_from == "none" else args.stats_from,
         args.prefix_tokens, args.engine, progress=sys.stderr.isatty(), logits=args.logits,
     )  # fmt: skip
@@ -414,19 +378,19 @@ def add_parser(subparsers) -> None:
     p.add_argument("name", help="shipped model name (accel_sim/workload/models) or YAML path")
     p.add_argument("--phase", choices=("prefill", "decode"), default="prefill")
     p.add_argument("--tokens", type=int, required=True,
-                   help="prompt length (prefill) or generated tokens (decode)")
+                   help="prompt length (prefill) or generated tokens (decode)")  # fmt: skip
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--kv-len", type=int, default=0, help="tokens already in the KV cache")
     p.add_argument("--prefix-tokens", type=int, default=0,
-                   help="PrefixQuant prefixed tokens in the KV cache")
+                   help="PrefixQuant prefixed tokens in the KV cache")  # fmt: skip
     p.add_argument("--dataflow", action="extend", nargs="+",
-                   help="dataflow names or 'all' (default w8a8)")
+                   help="dataflow names or 'all' (default w8a8)")  # fmt: skip
     p.add_argument("--knob", action="append", help="DATAFLOW.NAME=VALUE, repeatable")
     p.add_argument("--arch", default=DEFAULT_ARCH, help="shipped name or YAML path")
     p.add_argument("--stats-from", default=DEFAULT_STATS,
-                   help=f"trace for statistics by layer kind (default {DEFAULT_STATS}; 'none')")
+                   help=f"trace for statistics (default {DEFAULT_STATS}; or 'none')")  # fmt: skip
     p.add_argument("--logits", choices=("all", "last"), default="all",
-                   help="prefill LM head over all prompt tokens or the last one")
+                   help="prefill LM head over all prompt tokens or the last one")  # fmt: skip
     p.add_argument("--engine", choices=("des", "twin"), default="des")
     p.add_argument("--json", action="store_true", help="print JSON instead of a report")
     p.add_argument("--out", help="write the per-row table to FILE.csv|.parquet|.json")

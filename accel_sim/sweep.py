@@ -23,6 +23,7 @@ import json
 import logging
 import sys
 import time
+import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -36,17 +37,12 @@ from accel_sim.errors import UserInputError
 
 METRICS = ("gemms", "cycles", "compute_cycles", "stall_cycles", "utilization", "macs", "time_s",
            "energy_pj", "pj_per_mac", "rel_error")  # fmt: skip
-
-
-def _unique(values: list) -> list:
-    if len({json.dumps(v) for v in values}) != len(values):
-        raise ValueError(f"values must be unique, got {values}")
-    return values
+BATCH = 25  # most points per Dask task
 
 
 Scalar = pyd.StrictBool | pyd.StrictInt | pyd.StrictFloat | pyd.StrictStr
 Values = Annotated[list[Scalar], pyd.BeforeValidator(lambda v: v if isinstance(v, list) else [v]),
-                   pyd.Field(min_length=1), pyd.AfterValidator(_unique)]  # fmt: skip
+                   pyd.Field(min_length=1)]  # a scalar is a one-value list  # fmt: skip
 Strict = pyd.ConfigDict(extra="forbid", frozen=True)
 
 
@@ -89,7 +85,7 @@ class SweepSpec(pyd.BaseModel):
     grid: dict[str, Values] = {}
     zip: list[dict[str, Values]] = []
     tie: dict[str, str] = {}
-    dataflows: Annotated[list[str], pyd.Field(min_length=1), pyd.AfterValidator(_unique)]
+    dataflows: list[str] = pyd.Field(min_length=1)
     knobs: dict[str, dict[str, Values]] = {}
     workloads: list[WorkloadSpec] = pyd.Field(min_length=1)
     baseline: str | None = None
@@ -211,38 +207,28 @@ def _workload(w: WorkloadSpec, src: str) -> tuple[str, dict]:
     return w.name or f"{w.model}:{w.phase}:T{w.tokens}:kv{w.kv_len}:B{w.batch}", canon
 
 
-def _variants(spec: SweepSpec, src: str) -> list[tuple[str, dict, dict]]:
-    """(dataflow, swept knobs, resolved knobs) per variant; knob values are checked here."""
-    from accel_sim.arch.load import load_arch
-    from accel_sim.dataflow.registry import get_dataflow
-    from accel_sim.workload.gemm import Gemm
-
-    for name in spec.knobs:
-        if name not in spec.dataflows:
-            raise UserInputError(src, f"{name!r} is not in dataflows {spec.dataflows}", "knobs")
-    out = []
-    for i, name in enumerate(spec.dataflows):
-        flow, grid = get_dataflow(name, f"{src}: dataflows.{i}"), spec.knobs.get(name, {})
-        for combo in itertools.product(*grid.values()):
-            given = dict(zip(grid, combo))
-            resolved = flow.resolve_knobs(given, f"{src}: knobs.{name}")
-            flow.build(Gemm(64, 64, 64), load_arch(spec.base_arch), None, resolved)
-            out.append((name, given, resolved))
-    return out
-
-
 def expand(sweep: Sweep) -> list[Point]:
     """All points in a deterministic order: workload, architecture axes, dataflow, knobs."""
     import accel_sim
-    from accel_sim.arch.load import arch_from_dict
-    from accel_sim.sweep_plot import resolve_baseline
+    from accel_sim.arch.load import arch_from_dict, load_arch
+    from accel_sim.dataflow.registry import get_dataflow
+    from accel_sim.sweep_plot import check_plots
+    from accel_sim.workload.gemm import Gemm
 
     spec, src = sweep.spec, str(sweep.path)
-    variants = _variants(spec, src)
+    if set(spec.knobs) - set(spec.dataflows):
+        raise UserInputError(src, f"knobs for a dataflow not in {spec.dataflows}", "knobs")
+    variants = []  # (dataflow, swept knobs, resolved knobs); knob values are checked here
+    for i, name in enumerate(spec.dataflows):
+        flow, grid = get_dataflow(name, f"{src}: dataflows.{i}"), spec.knobs.get(name, {})
+        for combo in itertools.product(*grid.values()):
+            knobs = flow.resolve_knobs(dict(zip(grid, combo)), f"{src}: knobs.{name}")
+            flow.build(Gemm(64, 64, 64), load_arch(spec.base_arch), None, knobs)
+            variants.append((name, dict(zip(grid, combo)), knobs))
     workloads = [_workload(w, f"{src}: workloads.{i}") for i, w in enumerate(spec.workloads)]
-    labels = [label for label, _ in workloads]
-    if len(set(labels)) != len(labels):
-        raise UserInputError(src, f"workload labels repeat in {labels}; add name:", "workloads")
+    names = [label for label, _ in workloads]
+    if len(set(names)) != len(names):
+        raise UserInputError(src, f"workload labels repeat in {names}; add name:", "workloads")
     archs = []  # (params, arch dict, arch key)
     for combo in itertools.product(*(values for _, values in sweep.axes)):
         params = {p: v for (paths, _), vals in zip(sweep.axes, combo) for p, v in zip(paths, vals)}
@@ -255,17 +241,14 @@ def expand(sweep: Sweep) -> list[Point]:
         except UserInputError as err:
             raise UserInputError(src, f"{err.message} at {params}", f"grid ({err.key})") from None
         archs.append((params, arch, key))
-    resolve_baseline(_labels(variants), [v[0] for v in variants], spec.baseline, src)
-    for axis in spec.heatmap or []:
-        if axis not in [*archs[0][0], "workload", "variant"]:
-            raise UserInputError(src, f"{axis!r} is not a swept parameter, workload or variant",
-                                 "heatmap")  # fmt: skip
+    labels = _labels(variants)
+    check_plots(spec.baseline, spec.heatmap, labels, [v[0] for v in variants], [*archs[0][0]], src)
     version = {"accel_sim": accel_sim.__version__, "base_arch_sha256": sweep.base_sha256}
     points: list[Point] = []
     for label, canon in workloads:
         hashed = {k: v for k, v in canon.items() if k != "ref"}
         for params, arch, arch_key in archs:
-            for (name, given, knobs), variant in zip(variants, _labels(variants)):
+            for (name, given, knobs), variant in zip(variants, labels):
                 task = {"arch": arch, "arch_key": arch_key, "dataflow": name, "knobs": knobs,
                         "workload": canon, "engine": spec.engine}  # fmt: skip
                 digest = _sha256(_json(version | task | {"arch": arch_key, "workload": hashed}))
@@ -309,6 +292,7 @@ def run_point(task: dict) -> dict[str, Any]:
     """Simulate one point (all GEMMs of its workload) and sum; runs on a Dask worker."""
     from accel_sim.api import simulate
     from accel_sim.arch.load import arch_from_dict
+    from accel_sim.sweep_plot import point_row
 
     try:
         arch = _ARCHS.get(task["arch_key"])
@@ -319,17 +303,12 @@ def run_point(task: dict) -> dict[str, Any]:
                    for g, s in zip(gemms, stats)]  # fmt: skip
     except UserInputError as err:  # its constructor does not survive pickling: send text
         return {"__error__": str(err)}
-    row: dict[str, Any] = {"gemms": len(results)}
-    for key in ("cycles", "compute_cycles", "stall_cycles", "macs", "time_s", "energy_pj"):
-        row[key] = sum(getattr(r, key) for r in results)  # in GEMM order: deterministic
-    busy = sum(r.utilization * r.cycles for r in results)
-    row["utilization"] = busy / row["cycles"] if row["cycles"] else 0.0
-    row["pj_per_mac"] = row["energy_pj"] / row["macs"]
-    errs = [(r.extra["rel_error"], r.macs) for r in results if r.extra.get("rel_error") is not None]
-    row["rel_error"] = sum(e * m for e, m in errs) / sum(m for _, m in errs) if errs else None
-    for comp in sorted({c for r in results for c in r.energy_breakdown_pj}):
-        row[f"energy_{comp}_pj"] = sum(r.energy_breakdown_pj.get(comp, 0.0) for r in results)
-    return row
+    return point_row(results)
+
+
+def run_points(tasks: list[dict]) -> list[dict[str, Any]]:
+    """A batch of points (one Dask task: per-task overhead is ~10 ms on a busy 2-core box)."""
+    return [run_point(task) for task in tasks]
 
 
 def _execute(todo: list[Point], points_dir: Path, scheduler, bar, src: str) -> None:
@@ -351,31 +330,37 @@ def _execute(todo: list[Point], points_dir: Path, scheduler, bar, src: str) -> N
     cluster = client = None
     try:
         if scheduler is None:
-            cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                   dashboard_address=None, silence_logs=logging.ERROR)  # fmt: skip
+            with warnings.catch_warnings():  # "port 8787 in use": the (disabled) dashboard's port
+                warnings.simplefilter("ignore", UserWarning)
+                cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None, silence_logs=logging.ERROR)  # fmt: skip
             client = Client(cluster)
         elif isinstance(scheduler, str):
             try:
                 client = Client(scheduler, timeout="20s")
             except (OSError, ValueError, TypeError) as err:  # unreachable or malformed address
                 raise UserInputError("--scheduler", f"{scheduler!r}: {err}") from None
-        submit = (client or scheduler).submit
-        futures = [submit(run_point, p.task, key=f"sweep-{p.hash}") for p in todo]
-        by_key = dict(zip((f.key for f in futures), todo))
-        for future in as_completed(futures):
-            finish(by_key[future.key], future.result())
+        client = client or scheduler
+        # small batches: ~16 per worker, so each batch's points are written within a second or so
+        size = max(1, min(BATCH, len(todo) // (16 * max(1, len(client.nthreads())))))
+        batches = {}
+        for i in range(0, len(todo), size):
+            chunk = todo[i : i + size]
+            key = "sweep-" + _sha256("".join(p.hash for p in chunk))
+            batches[key] = (chunk, client.submit(run_points, [p.task for p in chunk], key=key))
+        for future, rows in as_completed([f for _, f in batches.values()], with_results=True):
+            for point, row in zip(batches[future.key][0], rows):
+                finish(point, row)
             future.release()
     finally:
-        if client is not None:
-            client.close()
-        if cluster is not None:
-            cluster.close()
+        for resource in (client, cluster):  # a Client passed in stays open
+            resource is not None and resource is not scheduler and resource.close()
 
 
 def run_sweep(spec_path: str | Path, out_dir: str | Path, scheduler=None,
               progress: bool = True) -> pd.DataFrame:  # fmt: skip
-    """Run or resume a sweep; returns the results table, also written to ``out_dir`` with
-    ``points/<hash>.parquet``, ``results.parquet``, ``results.csv``, ``pareto.png``, ``heatmap.png``.
+    """Run or resume a sweep; returns the table, also in ``out_dir`` with ``points/``,
+    ``results.parquet``, ``results.csv``, ``pareto.png`` and ``heatmap.png``.
 
     ``scheduler``: ``None`` = a LocalCluster (2 worker processes × 1 thread, no dashboard); a
     scheduler address (``tcp://host:8786``; its workers need accel-sim and the named traces and
@@ -383,19 +368,14 @@ def run_sweep(spec_path: str | Path, out_dir: str | Path, scheduler=None,
     """
     from tqdm import tqdm
 
-    from accel_sim.sweep_plot import read_points, write_outputs
+    from accel_sim.sweep_plot import pending, read_points, write_outputs
 
     started = time.perf_counter()
     sweep = load_spec(spec_path)
     points = expand(sweep)
     out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise UserInputError(str(out), "--out must be a directory")
     points_dir = out / "points"
-    points_dir.mkdir(parents=True, exist_ok=True)
-    for tmp in points_dir.glob(".*.tmp"):  # left by a killed run: its rename never happened
-        tmp.unlink(missing_ok=True)
-    todo = [p for p in points if not (points_dir / f"{p.hash}.parquet").is_file()]
+    todo = pending(points, points_dir)
     name, done = sweep.spec.name or sweep.path.stem, len(points) - len(todo)
     print(f"sweep {name}: {len(points)} points, {done} already done, computing {len(todo)}",
           file=sys.stderr, flush=True)  # fmt: skip
@@ -419,11 +399,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser("sweep", help="design-space sweep on Dask (YAML grid)")
     parser.add_argument("spec", help="sweep YAML (see workloads/sweeps/example.yaml)")
     parser.add_argument("--out", required=True, help="output directory (a rerun resumes)")
-    parser.add_argument(
-        "--scheduler",
-        help="Dask scheduler address, e.g. tcp://host:8786 "
-        "(default: a local cluster of 2 processes; 'synchronous': no Dask)",
-    )
+    parser.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786 "
+                        "(default: a local 2-process cluster; 'synchronous': no Dask)")  # fmt: skip
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(func=_cmd_sweep)  # fmt: skip
     return parser

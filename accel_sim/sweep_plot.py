@@ -1,5 +1,6 @@
-"""Sweep results: speedup over a baseline, the Pareto front, and their plots (Agg backend).
+"""Results of a sweep (``sweep.py``): point files, the final table and its plots (Agg backend).
 
+* ``points/<hash>.parquet``: one row per finished point, written atomically (temp + rename).
 * ``speedup`` = baseline cycles / cycles, the baseline being the same workload on the same
   architecture point under the baseline variant (a dataflow, or ``dataflow[knob=value]``).
 * ``pareto`` marks, per workload, the points no other point beats on both cycles and energy.
@@ -11,6 +12,7 @@
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +23,76 @@ from accel_sim.errors import UserInputError
 MAX_PANELS = 6
 
 
-def resolve_baseline(variants: list[str], dataflows: list[str], baseline: str | None) -> str:
+def point_row(results: list) -> dict:
+    """One point's metrics: its GEMMs' :class:`SimResult` summed in order (deterministic)."""
+    row: dict = {"gemms": len(results)}
+    for key in ("cycles", "compute_cycles", "stall_cycles", "macs", "time_s", "energy_pj"):
+        row[key] = sum(getattr(r, key) for r in results)
+    busy = sum(r.utilization * r.cycles for r in results)
+    row["utilization"] = busy / row["cycles"] if row["cycles"] else 0.0
+    row["pj_per_mac"] = row["energy_pj"] / row["macs"]
+    errs = [(r.extra["rel_error"], r.macs) for r in results if r.extra.get("rel_error") is not None]
+    # MAC-weighted mean relative output error over the GEMMs that have one (trace workloads)
+    row["rel_error"] = sum(e * m for e, m in errs) / sum(m for _, m in errs) if errs else None
+    for comp in sorted({c for r in results for c in r.energy_breakdown_pj}):
+        row[f"energy_{comp}_pj"] = sum(r.energy_breakdown_pj.get(comp, 0.0) for r in results)
+    return row
+
+
+def pending(points: list, points_dir: Path) -> list:
+    """Points without a result file; removes temp files a killed run left behind."""
+    if points_dir.parent.exists() and not points_dir.parent.is_dir():
+        raise UserInputError(str(points_dir.parent), "--out must be a directory")
+    points_dir.mkdir(parents=True, exist_ok=True)
+    for tmp in points_dir.glob(".*.tmp"):  # its rename never happened: the point is not done
+        tmp.unlink(missing_ok=True)
+    return [p for p in points if not (points_dir / f"{p.hash}.parquet").is_file()]
+
+
+def write_point(path: Path, row: dict) -> None:
+    """Write one point's row atomically: a reader sees the whole file or none."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp")
+    try:
+        pq.write_table(pa.Table.from_pylist([row]), tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def read_points(points: list, points_dir: Path, metrics: tuple, baseline: str | None,
+                keys: list[str]) -> pd.DataFrame:  # fmt: skip
+    """The results table from the point files, in expansion order; identifying columns come
+    from the current expansion, metrics from the files."""
+    import pyarrow.parquet as pq
+
+    rows = []
+    for point in points:
+        stored = pq.ParquetFile(points_dir / f"{point.hash}.parquet").read().to_pylist()[0]
+        kept = {k: v for k, v in stored.items() if k in metrics or k.startswith("energy_")}
+        rows.append(point.columns() | kept)
+    df = pd.DataFrame(rows)
+    energy = sorted(c for c in df.columns if c.startswith("energy_") and c != "energy_pj")
+    df[energy] = df[energy].fillna(0.0)  # a component a dataflow does not use costs nothing
+    ids = [c for c in df.columns if c not in metrics and c not in energy]
+    df = df[ids + [c for c in metrics if c in df.columns] + energy]
+    return add_pareto(add_speedup(df, baseline, keys))
+
+
+def check_plots(baseline, heatmap, variants, dataflows, params, source: str) -> None:
+    """Fail before any work when ``baseline`` or ``heatmap`` name nothing in the sweep."""
+    resolve_baseline(variants, dataflows, baseline, source)
+    for axis in heatmap or []:
+        if axis not in [*params, "workload", "variant"]:
+            raise UserInputError(source, f"{axis!r} is not a grid parameter, 'workload' or "
+                                 "'variant'", "heatmap")  # fmt: skip
+
+
+def resolve_baseline(variants: list[str], dataflows: list[str], baseline: str | None,
+                     source: str = "sweep") -> str:  # fmt: skip
     """The baseline variant label: given as a variant or a dataflow (its first variant)."""
     if baseline is None:
         return variants[0]
@@ -30,8 +101,8 @@ def resolve_baseline(variants: list[str], dataflows: list[str], baseline: str | 
     for variant, flow in zip(variants, dataflows):
         if flow == baseline:
             return variant
-    raise UserInputError("baseline", f"{baseline!r} is not a dataflow or variant of this sweep; "
-                         f"variants: {sorted(set(variants))}")  # fmt: skip
+    raise UserInputError(source, f"{baseline!r} is not a dataflow or variant of this sweep; "
+                         f"variants: {sorted(set(variants))}", "baseline")  # fmt: skip
 
 
 def add_speedup(df: pd.DataFrame, baseline: str | None, keys: list[str]) -> pd.DataFrame:
@@ -64,6 +135,24 @@ def add_pareto(df: pd.DataFrame) -> pd.DataFrame:
     out = df.assign(pareto=mask)
     out.attrs = dict(df.attrs)
     return out
+
+
+def write_outputs(df: pd.DataFrame, out: Path, heatmap_axes: list[str]) -> None:
+    """``results.parquet``, ``results.csv``, ``pareto.png`` and ``heatmap.png`` in ``out``."""
+    from accel_sim.report.io import write_table
+
+    write_table(df, out / "results.parquet")
+    write_table(df, out / "results.csv")
+    plot_pareto(df, out / "pareto.png")
+    plot_heatmap(df, out / "heatmap.png", heatmap_axes, df.attrs["baseline"])
+
+
+def front_report(df: pd.DataFrame) -> str:
+    """The Pareto-front rows, as printed by ``accel-sim sweep``."""
+    params = [c for c in df.columns if "." in c and not c.startswith("knob.")]
+    cols = ["workload", "variant", *params, "cycles", "energy_pj", "speedup"]
+    title = f"Pareto front (cycles vs energy, per workload); speedup vs {df.attrs['baseline']}:"
+    return title + "\n" + df.loc[df["pareto"], cols].to_string(index=False)
 
 
 def _pyplot():

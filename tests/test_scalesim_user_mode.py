@@ -33,7 +33,8 @@ def _scalesim():
 def _arch(rows, cols, df, sram_kb, bw_words):
     cfg = {"run_name": "user", "array_rows": rows, "array_cols": cols, "dataflow": df,
            "ifmap_sram_kb": sram_kb[0], "filter_sram_kb": sram_kb[1], "ofmap_sram_kb": sram_kb[2],
-           "bandwidth_mode": "USER", "bandwidths": [bw_words], "sparsity_support": False}  # fmt: skip
+           "bandwidth_mode": "USER", "bandwidths": [bw_words],
+           "sparsity_support": False}  # fmt: skip
     return arch_from_dict(arch_dict_from_scalesim(cfg, "user"), "user-mode test")
 
 
