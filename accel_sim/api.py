@@ -47,6 +47,8 @@ class SimResult:
     energy_breakdown_pj: dict[str, float]
     energy_sources: dict[str, str]
     stalls: dict[str, int]
+    bytes_read: dict[str, int] = field(default_factory=dict)  # per memory level
+    bytes_written: dict[str, int] = field(default_factory=dict)
     ops: list[dict[str, Any]] = field(default_factory=list)
     knobs: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -59,7 +61,7 @@ class SimResult:
         """A flat row for a DataFrame (breakdowns become ``energy_<component>_pj`` columns)."""
         flat = {k: v for k, v in self.to_dict().items()
                 if k not in ("energy_breakdown_pj", "energy_sources", "stalls", "ops", "notes",
-                             "knobs", "extra")}  # fmt: skip
+                             "knobs", "extra", "bytes_read", "bytes_written")}  # fmt: skip
         for key, value in self.energy_breakdown_pj.items():
             flat[f"energy_{key}_pj"] = value
         for key, value in self.extra.items():
@@ -135,6 +137,8 @@ def simulate(
         energy_breakdown_pj=energy.breakdown_pj,
         energy_sources=energy.sources,
         stalls={k: int(v) for k, v in sorted(stalls.items()) if v},
+        bytes_read={k: int(v) for k, v in counts.bytes_read.items() if v},
+        bytes_written={k: int(v) for k, v in counts.bytes_written.items() if v},
         ops=[
             {
                 "name": op.name,

@@ -195,6 +195,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     flows = sub.add_parser("dataflows", help="list dataflows and their knobs")
     flows.set_defaults(func=_cmd_dataflows)
+
+    # commands that live beside their subject: model workloads, paper tables, sweeps
+    from accel_sim import model_run, sweep
+    from accel_sim.tables import cli as tables_cli
+
+    model_run.add_parser(sub)
+    tables_cli.add_parser(sub)
+    sweep.add_parser(sub)
     return parser
 
 

@@ -1,16 +1,12 @@
 """Design-space sweeps on Dask: a YAML grid of architectures × dataflows × knobs × workloads.
 
-``workloads/sweeps/example.yaml`` is the annotated reference of the sweep file. A point =
-(architecture parameters, dataflow, knob values, workload); its row sums the workload's GEMMs.
-Model workloads contribute GEMMs only (linear layers, LM head and, unless ``attention: false``,
-the attention matmuls, via ``models.lower``), not their vector work; without trace statistics
-the data-dependent dataflows use their documented no-statistics bounds.
-
-Each finished point is written at once to ``out/points/<sha256>.parquet`` (``sweep_plot.py``);
-the hash covers the accel-sim version, the base architecture file's bytes, the validated
-architecture, the dataflow and its resolved knobs, the workload's content and the engine. A rerun
-skips points whose file exists; the final table is always rebuilt from the point files in
-expansion order, so a sweep killed and restarted ends with the same table as an uninterrupted run.
+``workloads/sweeps/example.yaml`` documents the sweep file. A point = (architecture parameters,
+dataflow, knob values, workload); its row sums the workload's GEMMs (a model workload's GEMMs via
+``models.lower``: linear layers, LM head, attention matmuls unless ``attention: false``; its vector
+work is left out). Each finished point is written at once to ``points/<sha256>.parquet``, the hash
+covering the accel-sim version, the base architecture file's bytes, the validated architecture, the
+dataflow and resolved knobs, the workload's content and the engine; a rerun skips existing points
+and rebuilds the table from the files, so a killed and restarted sweep ends with the same table.
 """
 
 from __future__ import annotations
@@ -33,11 +29,13 @@ import pandas as pd
 import pydantic as pyd
 import yaml
 
+from accel_sim import sweep_plot as results
+from accel_sim.arch.load import arch_from_dict, load_arch, resolve_arch_path
 from accel_sim.errors import UserInputError
+from accel_sim.workload.gemm import Gemm, parse_gemm
 
 METRICS = ("gemms", "cycles", "compute_cycles", "stall_cycles", "utilization", "macs", "time_s",
            "energy_pj", "pj_per_mac", "rel_error")  # fmt: skip
-BATCH = 25  # most points per Dask task
 
 
 Scalar = pyd.StrictBool | pyd.StrictInt | pyd.StrictFloat | pyd.StrictStr
@@ -119,6 +117,16 @@ def _json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
+def _code_sha256() -> str:
+    """The simulator's source files: a point computed by other code is not reused."""
+    root, rooms = (
+        Path(__file__).parent,
+        ("arch", "dataflow", "energy", "engine", "quant", "workload"),
+    )
+    files = [root / "api.py", *sorted(f for room in rooms for f in (root / room).glob("*.py"))]
+    return _sha256(b"".join(f.read_bytes() for f in files))
+
+
 def _set_path(arch: dict, path: str, value: Any, source: str) -> None:
     """``compute.rates.fp4`` / ``memory.HBM.read_bytes_per_cycle`` / ``memory.0.…`` := value."""
     *parents, leaf = path.split(".")
@@ -150,14 +158,12 @@ class Sweep:
 
 def load_spec(path: str | Path) -> Sweep:
     """Parse and validate a sweep file; every problem is one :class:`UserInputError`."""
-    from accel_sim.arch.load import load_arch, resolve_arch_path
 
     path, src = Path(path), str(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        spec = SweepSpec.model_validate(data)
-    except OSError:
-        raise UserInputError(src, "sweep file not found or unreadable") from None
+        spec = SweepSpec.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError) as err:
+        raise UserInputError(src, f"cannot read the sweep file ({type(err).__name__})") from None
     except yaml.YAMLError as err:
         raise UserInputError(src, f"malformed YAML: {getattr(err, 'problem', err)}") from None
     except pyd.ValidationError as err:
@@ -188,8 +194,6 @@ def load_spec(path: str | Path) -> Sweep:
 def _workload(w: WorkloadSpec, src: str) -> tuple[str, dict]:
     """(label, canonical description) of a workload; names are checked here, once."""
     if w.gemm is not None or w.gemms is not None:
-        from accel_sim.workload.gemm import parse_gemm
-
         gemms = [parse_gemm(t, src) for t in ([w.gemm] if w.gemms is None else w.gemms)]
         dims = [[g.M, g.K, g.N] for g in gemms]
         return w.name or "+".join(g.label for g in gemms), {"kind": "gemms", "gemms": dims}
@@ -210,25 +214,22 @@ def _workload(w: WorkloadSpec, src: str) -> tuple[str, dict]:
 def expand(sweep: Sweep) -> list[Point]:
     """All points in a deterministic order: workload, architecture axes, dataflow, knobs."""
     import accel_sim
-    from accel_sim.arch.load import arch_from_dict, load_arch
     from accel_sim.dataflow.registry import get_dataflow
-    from accel_sim.sweep_plot import check_plots
-    from accel_sim.workload.gemm import Gemm
 
     spec, src = sweep.spec, str(sweep.path)
     if set(spec.knobs) - set(spec.dataflows):
         raise UserInputError(src, f"knobs for a dataflow not in {spec.dataflows}", "knobs")
-    variants = []  # (dataflow, swept knobs, resolved knobs); knob values are checked here
+    variants = []  # (dataflow, swept knobs, resolved knobs, label); knob values checked here
     for i, name in enumerate(spec.dataflows):
         flow, grid = get_dataflow(name, f"{src}: dataflows.{i}"), spec.knobs.get(name, {})
-        for combo in itertools.product(*grid.values()):
-            knobs = flow.resolve_knobs(dict(zip(grid, combo)), f"{src}: knobs.{name}")
+        for given in (dict(zip(grid, combo)) for combo in itertools.product(*grid.values())):
+            knobs = flow.resolve_knobs(given, f"{src}: knobs.{name}")
             flow.build(Gemm(64, 64, 64), load_arch(spec.base_arch), None, knobs)
-            variants.append((name, dict(zip(grid, combo)), knobs))
+            tag = ",".join(f"{k}={v}" for k, v in given.items())
+            variants.append((name, given, knobs, f"{name}[{tag}]" if tag else name))
     workloads = [_workload(w, f"{src}: workloads.{i}") for i, w in enumerate(spec.workloads)]
-    names = [label for label, _ in workloads]
-    if len(set(names)) != len(names):
-        raise UserInputError(src, f"workload labels repeat in {names}; add name:", "workloads")
+    if len({label for label, _ in workloads}) != len(workloads):
+        raise UserInputError(src, "two workloads have the same label; add name:", "workloads")
     archs = []  # (params, arch dict, arch key)
     for combo in itertools.product(*(values for _, values in sweep.axes)):
         params = {p: v for (paths, _), vals in zip(sweep.axes, combo) for p, v in zip(paths, vals)}
@@ -241,14 +242,14 @@ def expand(sweep: Sweep) -> list[Point]:
         except UserInputError as err:
             raise UserInputError(src, f"{err.message} at {params}", f"grid ({err.key})") from None
         archs.append((params, arch, key))
-    labels = _labels(variants)
-    check_plots(spec.baseline, spec.heatmap, labels, [v[0] for v in variants], [*archs[0][0]], src)
-    version = {"accel_sim": accel_sim.__version__, "base_arch_sha256": sweep.base_sha256}
+    flows, labels = [v[0] for v in variants], [v[3] for v in variants]
+    results.check_plots(spec.baseline, spec.heatmap, labels, flows, [*archs[0][0]], src)
+    version = dict(version=accel_sim.__version__, code=_code_sha256(), arch_file=sweep.base_sha256)
     points: list[Point] = []
     for label, canon in workloads:
         hashed = {k: v for k, v in canon.items() if k != "ref"}
         for params, arch, arch_key in archs:
-            for (name, given, knobs), variant in zip(variants, labels):
+            for name, given, knobs, variant in variants:
                 task = {"arch": arch, "arch_key": arch_key, "dataflow": name, "knobs": knobs,
                         "workload": canon, "engine": spec.engine}  # fmt: skip
                 digest = _sha256(_json(version | task | {"arch": arch_key, "workload": hashed}))
@@ -258,23 +259,16 @@ def expand(sweep: Sweep) -> list[Point]:
     return points
 
 
-def _labels(variants: list[tuple[str, dict, dict]]) -> list[str]:
-    tags = [",".join(f"{k}={v}" for k, v in given.items()) for _, given, _ in variants]
-    return [f"{name}[{tag}]" if tag else name for (name, _, _), tag in zip(variants, tags)]
-
-
 _ARCHS: dict[str, Any] = {}  # never evicted: the engine's matmul cache keys on id(arch)
 
 
 @lru_cache(maxsize=32)
 def _gemms(canon_json: str) -> tuple[tuple, tuple]:
     """(GEMMs, their statistics or None) of a canonical workload."""
-    from accel_sim.workload.gemm import Gemm
 
     canon = json.loads(canon_json)
     if canon["kind"] == "gemms":
-        gemms = tuple(Gemm(*dims) for dims in canon["gemms"])
-        return gemms, (None,) * len(gemms)
+        return tuple(Gemm(*dims) for dims in canon["gemms"]), (None,) * len(canon["gemms"])
     if canon["kind"] == "trace":
         from accel_sim.workload.trace import load_trace
 
@@ -288,66 +282,68 @@ def _gemms(canon_json: str) -> tuple[tuple, tuple]:
     return gemms, (None,) * len(gemms)
 
 
-def run_point(task: dict) -> dict[str, Any]:
-    """Simulate one point (all GEMMs of its workload) and sum; runs on a Dask worker."""
+def run_points(batch: str, points_dir: str | None) -> list[dict[str, Any]]:
+    """Simulate a batch of points (one Dask task, as JSON: Dask does not walk a string). A row
+    sums its workload's GEMMs; with ``points_dir`` (our disk) its file is written here at once."""
     from accel_sim.api import simulate
-    from accel_sim.arch.load import arch_from_dict
-    from accel_sim.sweep_plot import point_row
 
-    try:
-        arch = _ARCHS.get(task["arch_key"])
-        if arch is None:
-            arch = _ARCHS[task["arch_key"]] = arch_from_dict(task["arch"], "sweep point")
-        gemms, stats = _gemms(_json(task["workload"]))
-        results = [simulate(arch, g, task["dataflow"], task["knobs"], s, task["engine"])
-                   for g, s in zip(gemms, stats)]  # fmt: skip
-    except UserInputError as err:  # its constructor does not survive pickling: send text
-        return {"__error__": str(err)}
-    return point_row(results)
-
-
-def run_points(tasks: list[dict]) -> list[dict[str, Any]]:
-    """A batch of points (one Dask task: per-task overhead is ~10 ms on a busy 2-core box)."""
-    return [run_point(task) for task in tasks]
+    rows = []
+    for item in json.loads(batch):
+        task, key = item["task"], item["task"]["arch_key"]
+        try:
+            arch = _ARCHS.get(key) or _ARCHS.setdefault(key, arch_from_dict(task["arch"], "arch"))
+            gemms, stats = _gemms(_json(task["workload"]))
+            runs = [simulate(arch, g, task["dataflow"], task["knobs"], s, task["engine"])
+                    for g, s in zip(gemms, stats)]  # fmt: skip
+            row = results.point_row(runs)
+        except UserInputError as err:  # its constructor does not survive pickling: send text
+            row = {"__error__": str(err)}
+        if points_dir and "__error__" not in row:
+            results.write_point(Path(points_dir) / f"{item['hash']}.parquet", item["columns"] | row)
+            row = {}
+        rows.append(row)
+    return rows
 
 
 def _execute(todo: list[Point], points_dir: Path, scheduler, bar, src: str) -> None:
-    from accel_sim.sweep_plot import write_point
-
     def finish(point: Point, row: dict) -> None:
         if "__error__" in row:
             raise UserInputError(src, f"point {point.index} ({point.variant} on "
                                  f"{point.workload}): {row['__error__']}")  # fmt: skip
-        write_point(points_dir / f"{point.hash}.parquet", point.columns() | row)
+        if row:  # else it was written where it was computed
+            results.write_point(points_dir / f"{point.hash}.parquet", point.columns() | row)
         bar.update()
+
+    def submit(chunk: list[Point], local: bool):
+        items = [{"task": p.task, "hash": p.hash, "columns": p.columns()} for p in chunk]
+        return _json(items), local and str(points_dir)
 
     if scheduler == "synchronous":  # in-process, no Dask (tests, debugging)
         for point in todo:
-            finish(point, run_point(point.task))
+            finish(point, run_points(*submit([point], True))[0])
         return
     from dask.distributed import Client, LocalCluster, as_completed
 
     cluster = client = None
     try:
         if scheduler is None:
-            with warnings.catch_warnings():  # "port 8787 in use": the (disabled) dashboard's port
+            with warnings.catch_warnings():  # "port 8787 in use": the disabled dashboard's port
                 warnings.simplefilter("ignore", UserWarning)
-                cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None, silence_logs=logging.ERROR)  # fmt: skip
+                cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None,
+                                       processes=True, silence_logs=logging.CRITICAL)  # fmt: skip
             client = Client(cluster)
         elif isinstance(scheduler, str):
             try:
                 client = Client(scheduler, timeout="20s")
             except (OSError, ValueError, TypeError) as err:  # unreachable or malformed address
                 raise UserInputError("--scheduler", f"{scheduler!r}: {err}") from None
-        client = client or scheduler
-        # small batches: ~16 per worker, so each batch's points are written within a second or so
-        size = max(1, min(BATCH, len(todo) // (16 * max(1, len(client.nthreads())))))
+        client, local = client or scheduler, cluster is not None
+        # ~16 batches per worker: Dask's per-task cost stays small and points land within ~1 s
+        size = max(1, min(25, len(todo) // (16 * max(1, len(client.nthreads())))))
         batches = {}
-        for i in range(0, len(todo), size):
-            chunk = todo[i : i + size]
+        for chunk in (todo[i : i + size] for i in range(0, len(todo), size)):
             key = "sweep-" + _sha256("".join(p.hash for p in chunk))
-            batches[key] = (chunk, client.submit(run_points, [p.task for p in chunk], key=key))
+            batches[key] = (chunk, client.submit(run_points, *submit(chunk, local), key=key))
         for future, rows in as_completed([f for _, f in batches.values()], with_results=True):
             for point, row in zip(batches[future.key][0], rows):
                 finish(point, row)
@@ -359,36 +355,27 @@ def _execute(todo: list[Point], points_dir: Path, scheduler, bar, src: str) -> N
 
 def run_sweep(spec_path: str | Path, out_dir: str | Path, scheduler=None,
               progress: bool = True) -> pd.DataFrame:  # fmt: skip
-    """Run or resume a sweep; returns the table, also in ``out_dir`` with ``points/``,
-    ``results.parquet``, ``results.csv``, ``pareto.png`` and ``heatmap.png``.
-
-    ``scheduler``: ``None`` = a LocalCluster (2 worker processes × 1 thread, no dashboard); a
-    scheduler address (``tcp://host:8786``; its workers need accel-sim and the named traces and
-    models installed) or a ``distributed.Client``; ``"synchronous"`` = in this process, no Dask.
-    """
+    """Run or resume a sweep; the table is returned and written to ``out_dir`` (``points/``,
+    ``results.parquet``, ``results.csv``, ``pareto.png``, ``heatmap.png``). ``scheduler``: ``None``
+    = a LocalCluster (2 worker processes × 1 thread, no dashboard); an address (``tcp://h:8786``:
+    its workers need accel-sim with the named traces and models) or a ``distributed.Client``;
+    ``"synchronous"`` = in this process, without Dask."""
     from tqdm import tqdm
 
-    from accel_sim.sweep_plot import pending, read_points, write_outputs
-
-    started = time.perf_counter()
-    sweep = load_spec(spec_path)
-    points = expand(sweep)
-    out = Path(out_dir)
-    points_dir = out / "points"
-    todo = pending(points, points_dir)
+    started, sweep, out = time.perf_counter(), load_spec(spec_path), Path(out_dir)
+    points, points_dir = expand(sweep), out / "points"
+    todo = results.pending(points, points_dir)
     name, done = sweep.spec.name or sweep.path.stem, len(points) - len(todo)
     print(f"sweep {name}: {len(points)} points, {done} already done, computing {len(todo)}",
           file=sys.stderr, flush=True)  # fmt: skip
     bar = tqdm(total=len(points), initial=done, disable=not progress, desc=f"sweep {name}",
                unit="pt", file=sys.stderr, dynamic_ncols=True)  # fmt: skip
-    try:
+    with bar:
         if todo:
             _execute(todo, points_dir, scheduler, bar, str(sweep.path))
-    finally:
-        bar.close()
     swept = [*points[0].params]
-    df = read_points(points, points_dir, METRICS, sweep.spec.baseline, [*swept, "workload"])
-    write_outputs(df, out, sweep.spec.heatmap or [*swept, "workload", "variant"][:2])
+    df = results.read_points(points, points_dir, METRICS, sweep.spec.baseline, [*swept, "workload"])
+    results.write_outputs(df, out, sweep.spec.heatmap or [*swept, "workload", "variant"][:2])
     print(f"sweep {name}: {len(df)} points in {time.perf_counter() - started:.1f} s -> {out}",
           file=sys.stderr, flush=True)  # fmt: skip
     return df
@@ -407,8 +394,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def _cmd_sweep(args) -> int:
-    from accel_sim.sweep_plot import front_report
-
     df = run_sweep(args.spec, args.out, scheduler=args.scheduler, progress=not args.no_progress)
-    print(front_report(df))
+    print(results.front_report(df))
     return 0

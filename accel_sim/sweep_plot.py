@@ -74,12 +74,23 @@ def read_points(points: list, points_dir: Path, metrics: tuple, baseline: str | 
         stored = pq.ParquetFile(points_dir / f"{point.hash}.parquet").read().to_pylist()[0]
         kept = {k: v for k, v in stored.items() if k in metrics or k.startswith("energy_")}
         rows.append(point.columns() | kept)
-    df = pd.DataFrame(rows)
-    energy = sorted(c for c in df.columns if c.startswith("energy_") and c != "energy_pj")
+    columns = list(dict.fromkeys(c for row in rows for c in row))
+    energy = sorted(c for c in columns if c.startswith("energy_") and c != "energy_pj")
+    ids = [c for c in columns if c not in metrics and c not in energy]
+    df = pd.DataFrame({c: _column([row.get(c) for row in rows]) for c in columns})
     df[energy] = df[energy].fillna(0.0)  # a component a dataflow does not use costs nothing
-    ids = [c for c in df.columns if c not in metrics and c not in energy]
     df = df[ids + [c for c in metrics if c in df.columns] + energy]
     return add_pareto(add_speedup(df, baseline, keys))
+
+
+def _column(values: list):
+    """One type per column; knobs of some dataflows only keep ints as (nullable) ints."""
+    kinds = {type(v) for v in values if v is not None}
+    if kinds == {int} and None in values:
+        return pd.array(values, dtype="Int64")
+    if len(kinds) > 1 and not kinds <= {int, float}:
+        return [None if v is None else str(v) for v in values]
+    return values
 
 
 def check_plots(baseline, heatmap, variants, dataflows, params, source: str) -> None:

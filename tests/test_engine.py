@@ -73,6 +73,20 @@ def test_collapse_is_exact(M, K, N, precision):
         assert fast.collapsed_steps > 0
 
 
+@pytest.mark.parametrize("count", [2, 7, 32])
+def test_instances_share_one_pipeline(count):
+    """count independent instances (heads) run back to back in one pipeline: exactly count ×
+    the compute cycles, at most count × the single-instance cycles, collapse still exact."""
+    arch = load_arch(CUBE)
+    one = simulate_program(Program(arch, _op(1, 128, 2049, "fp16")))
+    program = Program(arch, _op(1, 128, 2049, "fp16", count=count))
+    many = simulate_program(program)
+    assert many.compute_cycles == count * one.compute_cycles
+    assert many.cycles < count * one.cycles
+    slow = simulate_program(program, collapse=False)
+    assert (many.cycles, many.stalls) == (slow.cycles, slow.stalls)
+
+
 @settings(max_examples=25, deadline=None)
 @given(
     M=st.integers(1, 700), K=st.integers(1, 3000), N=st.integers(1, 900),

@@ -146,6 +146,16 @@ class Arch(Strict):
         return self
 
     _origin: str = PrivateAttr("")
+    _fingerprint: str = PrivateAttr("")
+
+    @property
+    def fingerprint(self) -> str:
+        """A hash of the whole validated content: equal for equal architectures (cache key)."""
+        if not self._fingerprint:
+            import hashlib
+
+            self._fingerprint = hashlib.sha256(self.model_dump_json().encode()).hexdigest()
+        return self._fingerprint
 
     @property
     def origin(self) -> str:

@@ -86,8 +86,9 @@ def build(gemm, arch, stats, knobs) -> Plan:
     n_sets = gemm.M * gemm.N * math.ceil(gemm.K / knobs["chunk"])
     ops: list = [absmax_pass(gemm), quantize_pass(gemm, 16),
                  MatmulOp("hi_x_hi", gemm.M, gemm.K, gemm.N, "int4", 4, 4, 32,
-                          count=gemm.count),
-                 ComparatorOp("early_bird", n_sets, gemm.count)]  # fmt: skip
+                          count=gemm.count)]  # fmt: skip
+    if knobs["tau"] >= 0:  # τ < 0: the early bird is off, its comparators idle
+        ops.append(ComparatorOp("early_bird", n_sets, gemm.count))
     if k_rest:
         kept = gemm.K * (1 - tiles)
         ops.append(MatmulOp("remaining_slices", gemm.M, k_rest, gemm.N, "int4",

@@ -43,7 +43,7 @@ def matmul_counts(program: Program) -> ActionCounts:
     in the innermost C level (a read except on the first k-step, a write every step)."""
     arch, op = program.arch, program.op
     counts = ActionCounts()
-    counts.macs[op.precision] += op.M * op.K * op.N
+    counts.macs[op.precision] += op.macs
     for link, nbytes in zip(program.links, program.link_bytes):
         counts.bytes_read[arch.memory[link.src].name] += nbytes
         counts.bytes_written[arch.memory[link.dst].name] += nbytes
@@ -57,7 +57,7 @@ def matmul_counts(program: Program) -> ActionCounts:
         counts.bytes_written[l0["C"]] += n * acc
         if not program.class_of(code).opens_accumulator:
             counts.bytes_read[l0["C"]] += n * acc
-    counts.vector_ops += op.M * op.N * op.epilogue_ops_per_output
+    counts.vector_ops += op.M * op.N * op.count * op.epilogue_ops_per_output
     return counts
 
 

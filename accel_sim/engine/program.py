@@ -3,8 +3,8 @@
 Steps are enumerated by a loop nest (outer, middle, k). Everything about a step — edge tile sizes,
 which operand tiles must be (re)loaded into each level, whether it opens or closes an accumulator
 tile — depends only on whether each loop index is *first*, *middle* or *last*. So a step has one of
-at most 4³ = 64 *classes*; the program stores per-class data and per-class multiplicities, never
-a per-step list. Memory stays flat in the GEMM size, and totals (bytes, MACs, compute cycles) are
+at most 4⁴ = 256 *classes* (the outermost loop runs over the op's ``count`` instances); the
+program stores per-class data and per-class multiplicities, never a per-step list. Memory stays flat in the GEMM size, and totals (bytes, MACs, compute cycles) are
 exact sums over classes.
 
 Reuse (retention): a level keeps an operand's tiles for the whole matmul when its reuse working
@@ -103,10 +103,13 @@ class Program:
         self.rate = unit_rate(arch, op)
         self.tiling = tiling or choose_tiling(arch, op)
         t = self.tiling
-        self.size = {"m": op.M, "k": op.K, "n": op.N}
-        self.tile = {"m": t.tm, "k": t.tk, "n": t.tn}
-        self.count = t.counts(op)
-        self.dims = (t.order[0], t.order[1], "k")  # outer, middle, inner
+        # "b" loops over the op's ``count`` independent instances (heads, experts): different
+        # matrices, one pipeline, so instance i+1's loads overlap instance i's compute
+        self.size = {"b": op.count, "m": op.M, "k": op.K, "n": op.N}
+        self.tile = {"b": 1, "m": t.tm, "k": t.tk, "n": t.tn}
+        self.count = {"b": op.count, **t.counts(op)}
+        self.dims = ("b", t.order[0], t.order[1], "k")  # outermost first
+        self._radix = tuple(4 ** (len(self.dims) - 1 - j) for j in range(len(self.dims)))
         self.n_steps = math.prod(self.count.values())
         self.links = self._links()
         self.retained = self._retention()
@@ -167,9 +170,12 @@ class Program:
         return frozenset(retained)
 
     # ------------------------------------------------------------------- classes
-    @staticmethod
-    def encode(c_outer: int, c_middle: int, c_inner: int) -> int:
-        return c_outer * 16 + c_middle * 4 + c_inner
+    def encode(self, *classes: int) -> int:
+        """Class code: one base-4 digit (FIRST/MIDDLE/LAST/ONLY) per loop, outermost first."""
+        return sum(c * r for c, r in zip(classes, self._radix))
+
+    def decode(self, code: int) -> dict[str, int]:
+        return {d: (code // r) % 4 for d, r in zip(self.dims, self._radix)}
 
     def class_of(self, code: int) -> StepClass:
         cached = self._classes.get(code)
@@ -179,7 +185,7 @@ class Program:
 
     def extents(self, code: int) -> dict[str, int]:
         """Actual tile size (elements) per dim of a step of class ``code`` (edges are smaller)."""
-        cls = dict(zip(self.dims, (code // 16, (code // 4) % 4, code % 4)))
+        cls = self.decode(code)
         return {
             d: (self.size[d] - (self.count[d] - 1) * self.tile[d])
             if cls[d] in (LAST, ONLY)
@@ -188,17 +194,18 @@ class Program:
         }
 
     def _build_class(self, code: int) -> StepClass:
-        cls = dict(zip(self.dims, (code // 16, (code // 4) % 4, code % 4)))
+        cls = self.decode(code)
         is_first = {d: c in (FIRST, ONLY) for d, c in cls.items()}
         is_last = {d: c in (LAST, ONLY) for d, c in cls.items()}
         extent = self.extents(code)
         # which loop indices changed from the previous step (step 0: all of them)
-        outer, middle, inner = self.dims
+        # a loop's index changed from the previous step iff every loop inside it wrapped (or it
+        # is the innermost) and it has more than one iteration; step 0 changes everything
         step0 = all(is_first.values())
-        changed = {inner: step0 or self.count[inner] > 1}
-        wrapped_inner = is_first[inner]
-        changed[middle] = step0 or (wrapped_inner and self.count[middle] > 1)
-        changed[outer] = step0 or (wrapped_inner and is_first[middle] and self.count[outer] > 1)
+        changed, wrapped = {}, True
+        for d in reversed(self.dims):
+            changed[d] = step0 or (wrapped and self.count[d] > 1)
+            wrapped = wrapped and is_first[d]
         link_bytes = []
         for link in self.links:
             d0, d1 = OPERAND_DIMS[link.operand]
@@ -207,10 +214,11 @@ class Program:
                 link_bytes.append(nbytes if is_last["k"] else 0)
                 continue
             other = ({"m", "n", "k"} - {d0, d1}).pop()
+            # every operand belongs to one instance: a new instance means new tiles
             if (link.operand, link.dst) in self.retained:
-                load = is_first[other] and (changed[d0] or changed[d1] or step0)
+                load = is_first[other] and (changed[d0] or changed[d1] or changed["b"])
             else:
-                load = changed[d0] or changed[d1]
+                load = changed[d0] or changed[d1] or changed["b"]
             link_bytes.append(nbytes if load else 0)
         cycles = step_compute_cycles(
             self.arch, self.tiling, self.rate, extent["m"], extent["k"], extent["n"]
@@ -227,16 +235,12 @@ class Program:
 
     def codes(self, lo: int, hi: int) -> np.ndarray:
         """Class codes of steps ``lo..hi-1`` (vectorised)."""
-        i = np.arange(lo, hi, dtype=np.int64)
-        c_mid, c_in = self.count[self.dims[1]], self.count[self.dims[2]]
-        inner = i % c_in
-        middle = (i // c_in) % c_mid
-        outer = i // (c_in * c_mid)
-        raw = (
-            _classes_of(outer, self.count[self.dims[0]]) * 16
-            + _classes_of(middle, c_mid) * 4
-            + _classes_of(inner, c_in)
-        )
+        rest = np.arange(lo, hi, dtype=np.int64)
+        raw = np.zeros_like(rest)
+        for d, radix in zip(reversed(self.dims), reversed(self._radix)):
+            n = self.count[d]
+            raw += _classes_of(rest % n, n) * radix
+            rest //= n
         return self.canonical[raw]
 
     @cached_property
@@ -247,15 +251,14 @@ class Program:
         interchangeable; comparing canonical codes lets the collapse see e.g. a last m-block of
         full size as the same as a middle one."""
         seen: dict[StepClass, int] = {}
-        table = np.arange(64, dtype=np.int64)
-        for code in range(64):
+        table = np.arange(4 ** len(self.dims), dtype=np.int64)
+        for code in range(table.size):
             if self._valid(code):
                 table[code] = seen.setdefault(self.class_of(code), code)
         return table
 
     def _valid(self, code: int) -> bool:
-        classes = (code // 16, (code // 4) % 4, code % 4)
-        for cls, dim in zip(classes, self.dims):
+        for dim, cls in self.decode(code).items():
             n = self.count[dim]
             if (n == 1) != (cls == ONLY) or (n == 2 and cls == MIDDLE):
                 return False
@@ -263,10 +266,12 @@ class Program:
 
     def code(self, i: int) -> int:
         """Class code of step ``i`` (scalar twin of :meth:`codes`, for the hot path)."""
-        c_out, c_mid, c_in = (self.count[d] for d in self.dims)
-        inner, rest = i % c_in, i // c_in
-        middle, outer = rest % c_mid, rest // c_mid
-        return _class_of(outer, c_out) * 16 + _class_of(middle, c_mid) * 4 + _class_of(inner, c_in)
+        code = 0
+        for d, radix in zip(reversed(self.dims), reversed(self._radix)):
+            n = self.count[d]
+            code += _class_of(i % n, n) * radix
+            i //= n
+        return code
 
     def step_at(self, i: int) -> StepClass:
         return self.class_of(self.code(i))
@@ -286,12 +291,13 @@ class Program:
     @cached_property
     def multiplicity(self) -> dict[int, int]:
         """How many steps of each class the program has."""
-        counts: dict[int, int] = {}
-        outer, middle, inner = (_class_counts(self.count[d]) for d in self.dims)
-        for co, no in outer.items():
-            for cm, nm in middle.items():
-                for ci, ni in inner.items():
-                    counts[self.encode(co, cm, ci)] = no * nm * ni
+        counts: dict[int, int] = {0: 1}
+        for d, radix in zip(self.dims, self._radix):
+            counts = {
+                code + cls * radix: n * m
+                for code, n in counts.items()
+                for cls, m in _class_counts(self.count[d]).items()
+            }
         return counts
 
     # -------------------------------------------------------------------- totals

@@ -9,8 +9,9 @@ are costed in closed form (they are single streaming passes with no tiling decis
 * transfer op: ``latency + ceil(bytes / read bandwidth)`` cycles of DRAM, or of the first
   on-chip level for data resident on chip.
 
-Operations are sequential (see ``dataflow/plan.py``); an op with ``count`` > 1 runs that many
-times back to back, each paying its own fill and drain.
+Operations are sequential (see ``dataflow/plan.py``). A matmul with ``count`` > 1 runs its
+instances through one pipeline (the DES's outermost loop); other ops with ``count`` > 1 run that
+many times back to back.
 """
 
 from __future__ import annotations
@@ -54,10 +55,10 @@ _CACHE_LIMIT = 20000
 
 
 def _matmul(arch: Arch, op: MatmulOp, engine: str, collapse: bool) -> OpResult:
-    key = (id(arch), replace(op, name="", count=1), engine, collapse)
+    key = (arch.fingerprint, replace(op, name=""), engine, collapse)
     hit = _CACHE.get(key)
     if hit is None:
-        program = Program(arch, replace(op, count=1))
+        program = Program(arch, replace(op, name=""))
         if engine == "twin":
             cycles, compute, stalls = twin_cycles(program), program.compute_cycles, Counter()
             if cycles > compute:
@@ -67,11 +68,11 @@ def _matmul(arch: Arch, op: MatmulOp, engine: str, collapse: bool) -> OpResult:
             cycles, compute, stalls = timing.cycles, timing.compute_cycles, Counter(timing.stalls)
         rate = program.rate
         hit = OpResult(op.name, "matmul", cycles, compute, stalls, matmul_counts(program),
-                       unit_cycles=op.M * op.K * op.N / rate)  # fmt: skip
+                       unit_cycles=op.macs / rate)  # fmt: skip
         if len(_CACHE) >= _CACHE_LIMIT:
             _CACHE.clear()
         _CACHE[key] = hit
-    return _times(hit, op.name, op.count)
+    return _times(hit, op.name, 1)
 
 
 def _times(result: OpResult, name: str, count: int) -> OpResult:

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -55,19 +53,16 @@ def _check_out_dir(out: str | Path) -> Path:
 
 
 def _write_png(result, path: Path) -> None:
+    """Draw the figure into a temp file next to ``path`` and rename it (atomic)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".png", dir=path.parent)
-    os.close(fd)
+    from accel_sim.report.io import _atomic_write
+
     try:
-        result.plot(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        _atomic_write(path, result.plot)  # the temp name has no suffix: figures save as PNG
     finally:
         plt.close("all")
 

@@ -305,7 +305,7 @@ def _plot(detail: pd.DataFrame, path: str) -> None:
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8)
     fig.suptitle("OSC vs W8A8 speedup (K, N in {512..12288}, K' = ceil(K/G))")
     fig.tight_layout(rect=(0, 0.07, 1, 1))
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, format="png")
     plt.close(fig)
 
 

@@ -182,7 +182,7 @@ def _plot(df: pd.DataFrame, path: str) -> None:
     axes[1].set_xticks(x)
     axes[1].set_xticklabels(labels, fontsize=7, rotation=0)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, format="png")
     plt.close(fig)
 
 
