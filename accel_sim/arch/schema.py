@@ -129,8 +129,9 @@ class Arch(Strict):
     energy: dict[str, EnergyEntry]
     efficiency: dict[str, Annotated[float, Field(gt=0, le=1)]] = Field(
         default_factory=dict,
-        description="optional efficiency factors in (0, 1] per kernel kind ('matmul', 'vector'): "
-        "an op takes cycles / factor. For GPU proxies, calibrated on FP16 rows only",
+        description="optional efficiency factors in (0, 1]: 'matmul' scales the matrix unit's "
+        "step time (cycles / factor), 'dram' the DRAM bandwidth (× factor), 'vector' vector "
+        "ops (cycles / factor). For GPU proxies, calibrated on FP16 rows only",
     )
 
     @model_validator(mode="after")

@@ -5,7 +5,8 @@ columns shifted right by ``exp`` bits (divided by 2^exp); Aux = Body's outlier c
 ``Y = Body·W + (2^exp − 1)·Aux·W_out``, everything INT8 (per-tensor by default, the paper's
 NPU setting). Costs:
 
-* vector: shift the outlier columns and gather Aux (M·n_out elements, 2 ops), quantize X to INT8
+* vector: detect the outlier channels (one compare per element of X), shift the outlier columns
+  and gather Aux (M·n_out elements, 2 ops), quantize X to INT8
   (2 ops/element; with ``granularity: per_token`` also an absmax pass);
 * ``fused: false`` — two matmuls at R8: M×K×N and M×n_out×N; the Aux result is scaled by
   (2^exp − 1) and added in the Aux matmul's epilogue: 1 op per output when exp = 1 (an add), 2
@@ -47,7 +48,9 @@ def build(gemm, arch, stats, knobs) -> Plan:
                              "exp")  # fmt: skip
     n_out, source = outlier_channel_count(gemm, stats, knobs, "muxq")
     w_bits = 8 + scale_bits_per_element(gemm.K)
-    ops: list = []
+    # MUXQ detects the outlier channels of each input (one compare per element, like LLM.int8())
+    ops: list = [VectorOp("detect_outliers", gemm.M * gemm.K, 1.0, gemm.M * gemm.K * FP16_BYTES,
+                          0, gemm.count)]  # fmt: skip
     if knobs["granularity"] == "per_token":
         ops.append(absmax_pass(gemm))
     if n_out:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import simpy
 
-from accel_sim.engine.program import Program, port_of
+from accel_sim.engine.program import Program, hop_bandwidth, port_of
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ class _Mover(_Proc):
         super().__init__(engine, f"{link.operand}:{link.label(arch)}")
         self.j = link_index
         self.src, self.dst = arch.memory[link.src], arch.memory[link.dst]
-        self.bandwidth = min(self.src.read_bytes_per_cycle, self.dst.write_bytes_per_cycle)
+        self.bandwidth = hop_bandwidth(engine.program, link_index)
         self.ports = [port_of(engine.program, link_index)]
         self.upstream, self.up_slots, self.down_slots = upstream, up_slots, down_slots
         self.out_store, self.last_index = out_store, last_index

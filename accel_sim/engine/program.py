@@ -69,6 +69,18 @@ def _class_counts(count: int) -> dict[int, int]:
     return {FIRST: 1, MIDDLE: count - 2, LAST: 1}
 
 
+def hop_bandwidth(program: Program, link_index: int) -> float:
+    """Bytes per cycle of a hop: the slower of the source's read and the destination's write
+    bandwidth, times the architecture's ``efficiency["dram"]`` when the hop touches DRAM."""
+    link = program.links[link_index]
+    arch = program.arch
+    src, dst = arch.memory[link.src], arch.memory[link.dst]
+    bandwidth = min(src.read_bytes_per_cycle, dst.write_bytes_per_cycle)
+    if 0 in (link.src, link.dst):
+        bandwidth *= arch.efficiency.get("dram", 1.0)
+    return bandwidth
+
+
 def port_of(program: Program, link_index: int) -> tuple[int, str]:
     """The one port a hop occupies: that of its outer (DRAM-side) level — the source's read port
     for loads, the destination's write port for stores; a ``shared_port`` level has a single port

@@ -125,7 +125,8 @@ def _transfer(arch: Arch, op: TransferOp) -> OpResult:
 def _derate(arch: Arch, result: OpResult, kernel: str) -> OpResult:
     """Apply the architecture's calibrated efficiency for ``kernel`` (``efficiency`` map of the
     file; absent = 1): the op takes ``ceil(cycles / efficiency)``; the extra cycles are reported
-    as the stall ``efficiency:<kernel>``. Used only by GPU proxies, calibrated on FP16 rows."""
+    as the stall ``efficiency:<kernel>``. (Matmuls are derated inside the engine instead:
+    ``efficiency["matmul"]`` scales the unit's step time, ``efficiency["dram"]`` DRAM bandwidth.)"""
     factor = arch.efficiency.get(kernel)
     if factor is None or factor == 1:
         return result
@@ -148,7 +149,7 @@ def run_plan(arch: Arch, plan: Plan, engine: str = "des", collapse: bool = True)
     results = []
     for op in plan.ops:
         if isinstance(op, MatmulOp):
-            results.append(_derate(arch, _matmul(arch, op, engine, collapse), "matmul"))
+            results.append(_matmul(arch, op, engine, collapse))
         elif isinstance(op, VectorOp):
             results.append(_derate(arch, _vector(arch, op), "vector"))
         elif isinstance(op, ComparatorOp):

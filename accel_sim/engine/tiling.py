@@ -151,12 +151,16 @@ def step_compute_cycles(arch: Arch, tiling: Tiling, rate: int, tm: int, tk: int,
 
     Cube: one ``block_m×(block_k·r)×block_n`` block per cycle, edge blocks padded.
     Systolic: SCALE-Sim pads edge folds, so every fold costs ``fold_cycles``.
+    Divided by the architecture's ``efficiency["matmul"]`` (GPU proxies' calibration).
     """
     unit = arch.compute
     if isinstance(unit, SystolicArray):
-        return tiling.fold_cycles
-    return (
-        math.ceil(tm / unit.block_m)
-        * math.ceil(tk / (unit.block_k * rate))
-        * math.ceil(tn / unit.block_n)
-    )
+        cycles = tiling.fold_cycles
+    else:
+        cycles = (
+            math.ceil(tm / unit.block_m)
+            * math.ceil(tk / (unit.block_k * rate))
+            * math.ceil(tn / unit.block_n)
+        )
+    efficiency = arch.efficiency.get("matmul", 1.0)
+    return cycles if efficiency == 1.0 else math.ceil(cycles / efficiency)

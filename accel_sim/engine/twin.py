@@ -19,14 +19,11 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-from accel_sim.engine.program import Program, port_of
+from accel_sim.engine.program import Program, hop_bandwidth, port_of
 
 
 def _hop_cycles(program: Program, link_index: int, nbytes: int) -> int:
-    link = program.links[link_index]
-    src, dst = program.arch.memory[link.src], program.arch.memory[link.dst]
-    bandwidth = min(src.read_bytes_per_cycle, dst.write_bytes_per_cycle)
-    return math.ceil(nbytes / bandwidth) if nbytes else 0
+    return math.ceil(nbytes / hop_bandwidth(program, link_index)) if nbytes else 0
 
 
 def step_period(program: Program, code: int) -> int:

@@ -1,0 +1,246 @@
+"""Design-space sweeps: grid expansion, hashing, determinism, SIGKILL + restart, bad specs.
+
+Most runs use ``scheduler="synchronous"`` (in-process, no Dask) to stay fast; one test runs a real
+LocalCluster and the SIGKILL test runs the command in its own process group, cluster included.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+import accel_sim
+from accel_sim.errors import UserInputError
+from accel_sim.sweep import expand, load_spec, run_sweep
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = {
+    "base_arch": "ascend_like_cube",
+    "grid": {"compute.block_m": [8, 16], "memory.HBM.read_bytes_per_cycle": [18.5, 37]},
+    "tie": {"compute.block_n": "compute.block_m"},
+    "dataflows": ["w8a8", "osc", "w4a4_static"],
+    "knobs": {"osc": {"G": [16, 64]}},
+    "workloads": [{"gemm": "16x512x512"}, {"gemm": "128x512x768"}],
+}
+# run in a fresh interpreter, as `accel-sim sweep` would be (add_parser is what the CLI wires)
+COMMAND = """import argparse, sys
+from accel_sim.sweep import add_parser
+parser = argparse.ArgumentParser(prog="accel-sim")
+add_parser(parser.add_subparsers())
+args = parser.parse_args(sys.argv[1:])
+sys.exit(args.func(args))
+"""
+
+
+def write_spec(tmp_path: Path, spec: dict, name: str = "sweep.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+def test_expansion_count_tie_zip_and_labels(tmp_path):
+    spec = dict(SMALL, zip=[{"memory.L1.capacity_bytes": [524288, 1048576],
+                             "memory.L2.capacity_bytes": [4194304, 8388608]}])  # fmt: skip
+    points = expand(load_spec(write_spec(tmp_path, spec)))
+    # 2 workloads × (2 × 2 × 2 zip) architectures × (w8a8, osc G=16, osc G=64, w4a4_static)
+    assert len(points) == 2 * 8 * 4
+    assert [p.index for p in points] == list(range(len(points)))
+    assert {p.variant for p in points} == {"w8a8", "osc[G=16]", "osc[G=64]", "w4a4_static"}
+    for p in points:
+        assert p.params["compute.block_n"] == p.params["compute.block_m"]
+        zipped = (p.params["memory.L1.capacity_bytes"], p.params["memory.L2.capacity_bytes"])
+        assert zipped in {(524288, 4194304), (1048576, 8388608)}
+        level = {m["name"]: m for m in p.task["arch"]["memory"]}["HBM"]
+        assert level["read_bytes_per_cycle"] == p.params["memory.HBM.read_bytes_per_cycle"]
+    assert len({p.hash for p in points}) == len(points)
+
+
+def test_hashes_are_stable_and_keyed_on_inputs(tmp_path):
+    hashes = [p.hash for p in expand(load_spec(write_spec(tmp_path, SMALL)))]
+    assert hashes == [p.hash for p in expand(load_spec(write_spec(tmp_path, SMALL, "b.yaml")))]
+    # more grid values, renamed workloads, `gemms: [one]` for `gemm`: old points keep their hash
+    bigger = dict(SMALL, grid={**SMALL["grid"], "compute.block_m": [8, 16, 32]})
+    bigger["workloads"] = [{"gemms": ["16x512x512"], "name": "a"}, {"gemm": "128x512x768"}]
+    new = {p.hash for p in expand(load_spec(write_spec(tmp_path, bigger, "c.yaml")))}
+    assert set(hashes) < new
+    # another engine, or another base architecture file content: every hash changes
+    twin = {p.hash for p in expand(load_spec(write_spec(tmp_path, dict(SMALL, engine="twin"))))}
+    assert not twin & set(hashes)
+    arch = tmp_path / "arch.yaml"
+    arch.write_text((ROOT / "arch_configs/ascend_like_cube.yaml").read_text() + "# edited\n")
+    moved = expand(load_spec(write_spec(tmp_path, dict(SMALL, base_arch=str(arch)), "d.yaml")))
+    assert not {p.hash for p in moved} & set(hashes)
+
+
+def test_memory_level_by_name_or_index_is_the_same_point(tmp_path):
+    by_name = dict(SMALL, grid={"memory.HBM.read_bytes_per_cycle": [20]}, tie={})
+    by_index = dict(SMALL, grid={"memory.0.read_bytes_per_cycle": [20]}, tie={})
+    a = expand(load_spec(write_spec(tmp_path, by_name, "a.yaml")))
+    b = expand(load_spec(write_spec(tmp_path, by_index, "b.yaml")))
+    assert [p.hash for p in a] == [p.hash for p in b]
+
+
+def test_small_sweep_is_deterministic_and_resumes(tmp_path, capfd):
+    spec = write_spec(tmp_path, SMALL)
+    first = run_sweep(spec, tmp_path / "a", scheduler="synchronous", progress=False)
+    second = run_sweep(spec, tmp_path / "b", scheduler="synchronous", progress=False)
+    pd.testing.assert_frame_equal(first, second)
+    for name in ("results.csv", "results.parquet"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    assert (tmp_path / "a" / "pareto.png").stat().st_size > 0
+    assert (tmp_path / "a" / "heatmap.png").stat().st_size > 0
+    assert len(first) == 2 * 4 * 4 and first["point"].tolist() == list(range(len(first)))
+    assert (first.loc[first["variant"] == "w8a8", "speedup"] == 1.0).all()
+    assert first.groupby("workload")["pareto"].any().all()
+    # a point's row is the public API's answer for that architecture
+    row = first[(first["compute.block_m"] == 16) & (first["memory.HBM.read_bytes_per_cycle"] == 37)
+                & (first["variant"] == "w8a8") & (first["workload"] == "128x512x768")]  # fmt: skip
+    assert row["cycles"].item() == accel_sim.simulate("ascend_like_cube", "128x512x768").cycles
+    # a rerun computes nothing and leaves the point files alone
+    points = sorted((tmp_path / "a" / "points").glob("*.parquet"))
+    mtimes = [p.stat().st_mtime_ns for p in points]
+    capfd.readouterr()
+    again = run_sweep(spec, tmp_path / "a", scheduler="synchronous", progress=False)
+    assert "32 already done, computing 0" in capfd.readouterr().err
+    assert [p.stat().st_mtime_ns for p in points] == mtimes
+    pd.testing.assert_frame_equal(first, again)
+
+
+def test_trace_and_model_workloads(tmp_path):
+    spec = dict(SMALL, engine="twin", grid={}, tie={}, dataflows=["w8a8", "osc"], knobs={})
+    spec["workloads"] = [
+        {"trace": "all-minilm-l6-v2"},
+        {"model": "qwen3-8b", "phase": "decode", "tokens": 1, "kv_len": 512},
+        {"model": "qwen3-8b", "phase": "decode", "tokens": 1, "kv_len": 512,
+         "attention": False, "name": "linear only"},
+    ]  # fmt: skip
+    df = run_sweep(write_spec(tmp_path, spec), tmp_path / "out", "synchronous", progress=False)
+    by = df.set_index(["workload", "dataflow"])
+    assert by.loc[("all-minilm-l6-v2", "osc"), "gemms"] == 36
+    assert by.loc[("all-minilm-l6-v2", "osc"), "rel_error"] > 0  # the trace's own statistics
+    full = by.loc[("qwen3-8b:decode:T1:kv512:B1", "w8a8")]
+    linear = by.loc[("linear only", "w8a8")]
+    assert full["gemms"] == linear["gemms"] + 2  # QKᵀ and PV
+    assert full["cycles"] > linear["cycles"]
+
+
+def test_local_cluster_gives_the_in_process_table(tmp_path):
+    spec = write_spec(tmp_path, SMALL)
+    local = run_sweep(spec, tmp_path / "cluster", scheduler=None, progress=False)
+    inproc = run_sweep(spec, tmp_path / "inproc", scheduler="synchronous", progress=False)
+    pd.testing.assert_frame_equal(local, inproc)
+
+
+def _start(spec: Path, out: Path) -> subprocess.Popen:
+    args = [sys.executable, "-c", COMMAND, "sweep", str(spec), "--out", str(out), "--no-progress"]
+    return subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)  # fmt: skip
+
+
+def test_sigkill_then_restart_recomputes_nothing_finished(tmp_path):
+    spec = dict(SMALL, grid={"compute.block_m": [8, 16, 32],
+                             "memory.HBM.read_bytes_per_cycle": [9.25, 18.5, 37, 74]})  # fmt: skip
+    spec["workloads"] = [{"gemm": g} for g in ("64x2048x2048", "256x1024x2048", "512x2048x1024")]
+    path = write_spec(tmp_path, spec)
+    total = 3 * 12 * 4
+    out, points_dir = tmp_path / "killed", tmp_path / "killed" / "points"
+    proc = _start(path, out)
+    deadline = time.monotonic() + 60
+    while len(list(points_dir.glob("*.parquet"))) < 8:
+        assert proc.poll() is None, proc.communicate()[1]
+        assert time.monotonic() < deadline, "no point finished in 60 s"
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)  # the command, its scheduler and its worker processes
+    proc.wait()
+    done = {p: p.stat().st_mtime_ns for p in points_dir.glob("*.parquet")}
+    assert 8 <= len(done) < total, "the sweep finished before the kill: make it longer"
+
+    restart = _start(path, out)
+    _, err = restart.communicate(timeout=120)
+    assert restart.returncode == 0, err
+    match = re.search(r"(\d+) points, (\d+) already done, computing (\d+)", err)
+    assert match and [int(g) for g in match.groups()] == [total, len(done), total - len(done)]
+    assert all(p.stat().st_mtime_ns == mtime for p, mtime in done.items())  # none recomputed
+    assert not list(points_dir.glob(".*.tmp"))
+    assert len(list(points_dir.glob("*.parquet"))) == total
+
+    reference = tmp_path / "reference"
+    run_sweep(path, reference, scheduler="synchronous", progress=False)
+    for name in ("results.csv", "results.parquet"):
+        assert (out / name).read_bytes() == (reference / name).read_bytes()
+
+
+def test_a_point_error_on_a_worker_is_one_user_error(tmp_path):
+    spec = dict(SMALL, grid={}, tie={}, dataflows=["osc"], knobs={"osc": {"G": [128]}})
+    spec["workloads"] = [{"trace": "all-minilm-l6-v2"}]  # its tables cover G = 16, 32, 64
+    with pytest.raises(UserInputError, match=r"sweep\.yaml: point 0 \(osc\[G=128\].*G in"):
+        run_sweep(write_spec(tmp_path, spec), tmp_path / "out", "synchronous", progress=False)
+
+
+BAD = [
+    ({"unknown": 1}, "unknown: unknown key"),
+    ({"engine": "fast"}, "engine: Input should be 'des' or 'twin'"),
+    ({"grid": {"memory.HBX.read_bytes_per_cycle": [1]}}, "memory.HBX.read_bytes_per_cycle: no lev"),
+    ({"grid": {"compute.nothing.rows": [1]}}, "compute.nothing.rows: 'nothing' is not a section"),
+    ({"grid": {"compute.block_m": [0]}}, "grid (compute.block_m)"),
+    ({"grid": {"compute.block_m": []}}, "grid.compute.block_m: List should have at least 1"),
+    ({"grid": {"compute.blok_m": [8]}}, "grid (compute.blok_m): unknown key"),
+    ({"tie": {"compute.block_n": "compute.block_k"}}, "tie.compute.block_n"),
+    ({"zip": [{"compute.block_k": [8, 16], "memory.L1.capacity_bytes": [1]}]}, "zip.0: lists"),
+    ({"dataflows": ["w8a8", "w9a9"]}, "dataflows.1: unknown dataflow 'w9a9'"),
+    ({"knobs": {"fp16": {"x": [1]}}}, "knobs: knobs for a dataflow not in"),
+    ({"knobs": {"osc": {"H": [1]}}}, "knobs.osc: H: unknown knob"),
+    ({"knobs": {"osc": {"base": ["mxfp3"]}}}, "base must be mxfp4 or nvfp4"),
+    ({"workloads": [{"gemm": "16x512"}]}, "workloads.0: expected MxKxN"),
+    ({"workloads": [{"gemm": "16x8x8", "trace": "x"}]}, "workloads.0: give exactly one of"),
+    ({"workloads": [{"gemm": "16x8x8", "phase": "decode"}]}, "only apply to a model workload"),
+    ({"workloads": [{"model": "qwen3-8b"}]}, "a model workload needs phase and tokens"),
+    ({"workloads": [{"trace": "no-such-trace"}]}, "no such trace directory"),
+    ({"workloads": [{"gemm": "8x8x8"}, {"gemms": ["8x8x8"]}]}, "two workloads have the same"),
+    ({"baseline": "fp16"}, "baseline: 'fp16' is not a dataflow or variant"),
+    ({"heatmap": ["compute.block_m", "colour"]}, "heatmap: 'colour' is not a grid parameter"),
+    ({"base_arch": "no_such_arch"}, "no such architecture file"),
+]
+
+
+@pytest.mark.parametrize(("change", "needle"), BAD, ids=[n for _, n in BAD])
+def test_bad_spec_is_one_user_error(tmp_path, change, needle):
+    path = write_spec(tmp_path, {**SMALL, **change})
+    with pytest.raises(UserInputError) as err:
+        expand(load_spec(path))
+    message = str(err.value)
+    assert needle in message and "\n" not in message
+    assert str(path) in message or change.get("base_arch") or "workloads" in change
+
+
+def test_unreadable_or_malformed_spec(tmp_path):
+    with pytest.raises(UserInputError, match="cannot read the sweep file"):
+        load_spec(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("grid: [1, 2\n")
+    with pytest.raises(UserInputError, match="malformed YAML"):
+        load_spec(bad)
+    bad.write_text("- just a list\n")
+    with pytest.raises(UserInputError, match="bad.yaml: Input should be a valid dictionary"):
+        load_spec(bad)
+    out = tmp_path / "file"
+    out.write_text("")
+    with pytest.raises(UserInputError, match="must be a directory"):
+        run_sweep(write_spec(tmp_path, SMALL), out, "synchronous", progress=False)
+
+
+def test_shipped_sweeps_expand(tmp_path):
+    assert len(expand(load_spec(ROOT / "workloads/sweeps/bench_1000.yaml"))) == 1000
+    example = expand(load_spec(ROOT / "workloads/sweeps/example.yaml"))
+    assert len(example) == 144
+    shutil.rmtree(tmp_path)
