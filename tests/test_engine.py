@@ -135,3 +135,15 @@ def test_twin_documented_gaps(case, bound):
     program = Program(load_arch(arch), _op(M, K, N, precision))
     des = simulate_program(program).cycles
     assert abs(twin_cycles(program) - des) / des < bound
+
+
+def test_panels_that_fit_are_read_from_dram_once():
+    """Reuse: under an n-outer order the B panel (K×tn) stays in L2 across m-blocks and all of
+    A stays too, so each byte of A and B crosses HBM exactly once."""
+    arch = load_arch(CUBE)
+    op = MatmulOp("t", 256, 2560, 12288, "fp4", 4.2, 4.2)
+    program = Program(arch, op)
+    assert program.count["m"] > 1 and program.count["n"] > 1
+    hbm = {ln.operand: b for ln, b in zip(program.links, program.link_bytes) if ln.src == 0}
+    assert hbm["A"] == math.ceil(256 * 2560 * 4.2 / 8) or hbm["A"] <= 256 * 2560 * 4.2 / 8 + 64
+    assert abs(hbm["B"] - 2560 * 12288 * 4.2 / 8) < program.count["n"] * 8

@@ -126,6 +126,7 @@ class Program:
         self.links = self._links()
         self.retained = self._retention()
         self._classes: dict[int, StepClass] = {}
+        self._mismatch: dict[int, tuple[int, int]] = {}
 
     # ----------------------------------------------------------------- structure
     def _links(self) -> tuple[Link, ...]:
@@ -150,7 +151,7 @@ class Program:
     def _retention(self) -> frozenset[tuple[str, int]]:
         """(operand, level index) pairs whose level keeps that operand for the whole matmul."""
         retained = set()
-        outer = self.dims[0]
+        outer = self.tiling.order[0]  # outermost tile loop (inside the instance loop)
         working = {
             "A": tile_bytes(min(self.tile["m"], self.op.M) if outer == "m" else self.op.M,
                             self.op.K, self.op.a_bits),
@@ -289,7 +290,18 @@ class Program:
         return self.class_of(self.code(i))
 
     def first_mismatch(self, lo: int, period: int) -> int:
-        """Smallest ``x ≥ lo`` with ``code(x) != code(x - period)``, or ``n_steps``."""
+        """Smallest ``x ≥ lo`` with ``code(x) != code(x - period)``, or ``n_steps``.
+
+        The answer f found from some lo₀ holds for every lo in [lo₀, f], and the engine asks with
+        growing lo, so the last answer per period is remembered."""
+        cached = self._mismatch.get(period)
+        if cached is not None and cached[0] <= lo <= cached[1]:
+            return cached[1]
+        found = self._first_mismatch(lo, period)
+        self._mismatch[period] = (lo, found)
+        return found
+
+    def _first_mismatch(self, lo: int, period: int) -> int:
         chunk = 4096
         x = max(lo, period)
         while x < self.n_steps:
