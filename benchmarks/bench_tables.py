@@ -26,11 +26,9 @@ def timed(label: str, args: list[str]) -> float:
     took = time.perf_counter() - start
     status = "ok" if proc.returncode == 0 else f"FAILED ({proc.stderr.strip()[-200:]})"
     target = TARGETS.get(label)
-    verdict = (
-        ""
-        if target is None
-        else (" (target < %.0f s: %s)" % (target, "met" if took < target else "missed"))
-    )
+    verdict = ""
+    if target is not None:
+        verdict = f" (target < {target:.0f} s: {'met' if took < target else 'missed'})"
     print(f"  {label:<32} {took:7.2f} s  {status}{verdict}")
     return took
 
