@@ -29,8 +29,11 @@ import pandas as pd
 import pydantic as pyd
 import yaml
 
+import accel_sim
 from accel_sim import sweep_plot as results
+from accel_sim.api import simulate
 from accel_sim.arch.load import arch_from_dict, load_arch, resolve_arch_path
+from accel_sim.dataflow.registry import get_dataflow
 from accel_sim.errors import UserInputError
 from accel_sim.workload.gemm import Gemm, parse_gemm
 
@@ -185,10 +188,7 @@ def load_spec(path: str | Path) -> Sweep:
     for target, source in spec.tie.items():
         if source not in swept or target in swept:
             raise UserInputError(src, f"tie a new parameter to one of {swept}", f"tie.{target}")
-    base = yaml.safe_load(raw)
-    for name in swept + list(spec.tie):
-        _set_path(copy.deepcopy(base), name, 0, src)  # the path exists (values checked later)
-    return Sweep(path, spec, base, _sha256(raw), tuple(axes))
+    return Sweep(path, spec, yaml.safe_load(raw), _sha256(raw), tuple(axes))
 
 
 def _workload(w: WorkloadSpec, src: str) -> tuple[str, dict]:
@@ -213,23 +213,26 @@ def _workload(w: WorkloadSpec, src: str) -> tuple[str, dict]:
 
 def expand(sweep: Sweep) -> list[Point]:
     """All points in a deterministic order: workload, architecture axes, dataflow, knobs."""
-    import accel_sim
-    from accel_sim.dataflow.registry import get_dataflow
-
     spec, src = sweep.spec, str(sweep.path)
-    if set(spec.knobs) - set(spec.dataflows):
-        raise UserInputError(src, f"knobs for a dataflow not in {spec.dataflows}", "knobs")
-    variants = []  # (dataflow, swept knobs, resolved knobs, label); knob values checked here
+    variants = []  # (dataflow, swept knobs, resolved knobs, label)
     for i, name in enumerate(spec.dataflows):
         flow, grid = get_dataflow(name, f"{src}: dataflows.{i}"), spec.knobs.get(name, {})
         for given in (dict(zip(grid, combo)) for combo in itertools.product(*grid.values())):
             knobs = flow.resolve_knobs(given, f"{src}: knobs.{name}")
-            flow.build(Gemm(64, 64, 64), load_arch(spec.base_arch), None, knobs)
             tag = ",".join(f"{k}={v}" for k, v in given.items())
             variants.append((name, given, knobs, f"{name}[{tag}]" if tag else name))
+    if set(spec.knobs) - set(spec.dataflows):
+        raise UserInputError(src, f"knobs for a dataflow not in {spec.dataflows}", "knobs")
     workloads = [_workload(w, f"{src}: workloads.{i}") for i, w in enumerate(spec.workloads)]
     if len({label for label, _ in workloads}) != len(workloads):
         raise UserInputError(src, "two workloads have the same label; add name:", "workloads")
+    for label, canon in workloads:  # a dry build catches bad knob values, missing statistics...
+        gemms, stats = _gemms(_json(canon))
+        for name, _, knobs, variant in variants:
+            try:
+                get_dataflow(name).build(gemms[0], load_arch(spec.base_arch), stats[0], knobs)
+            except UserInputError as err:
+                raise UserInputError(src, f"{variant} on {label}: {err}") from None
     archs = []  # (params, arch dict, arch key)
     for combo in itertools.product(*(values for _, values in sweep.axes)):
         params = {p: v for (paths, _), vals in zip(sweep.axes, combo) for p, v in zip(paths, vals)}
@@ -242,8 +245,7 @@ def expand(sweep: Sweep) -> list[Point]:
         except UserInputError as err:
             raise UserInputError(src, f"{err.message} at {params}", f"grid ({err.key})") from None
         archs.append((params, arch, key))
-    flows, labels = [v[0] for v in variants], [v[3] for v in variants]
-    results.check_plots(spec.baseline, spec.heatmap, labels, flows, [*archs[0][0]], src)
+    results.check_plots(spec.baseline, spec.heatmap, variants, [*archs[0][0]], src)
     version = dict(version=accel_sim.__version__, code=_code_sha256(), arch_file=sweep.base_sha256)
     points: list[Point] = []
     for label, canon in workloads:
@@ -265,7 +267,6 @@ _ARCHS: dict[str, Any] = {}  # never evicted: the engine's matmul cache keys on 
 @lru_cache(maxsize=32)
 def _gemms(canon_json: str) -> tuple[tuple, tuple]:
     """(GEMMs, their statistics or None) of a canonical workload."""
-
     canon = json.loads(canon_json)
     if canon["kind"] == "gemms":
         return tuple(Gemm(*dims) for dims in canon["gemms"]), (None,) * len(canon["gemms"])
@@ -285,8 +286,6 @@ def _gemms(canon_json: str) -> tuple[tuple, tuple]:
 def run_points(batch: str, points_dir: str | None) -> list[dict[str, Any]]:
     """Simulate a batch of points (one Dask task, as JSON: Dask does not walk a string). A row
     sums its workload's GEMMs; with ``points_dir`` (our disk) its file is written here at once."""
-    from accel_sim.api import simulate
-
     rows = []
     for item in json.loads(batch):
         task, key = item["task"], item["task"]["arch_key"]

@@ -93,9 +93,10 @@ def _column(values: list):
     return values
 
 
-def check_plots(baseline, heatmap, variants, dataflows, params, source: str) -> None:
-    """Fail before any work when ``baseline`` or ``heatmap`` name nothing in the sweep."""
-    resolve_baseline(variants, dataflows, baseline, source)
+def check_plots(baseline, heatmap, variants: list[tuple], params, source: str) -> None:
+    """Fail before any work when ``baseline`` or ``heatmap`` name nothing in the sweep;
+    ``variants``: (dataflow, swept knobs, resolved knobs, label) tuples."""
+    resolve_baseline([v[3] for v in variants], [v[0] for v in variants], baseline, source)
     for axis in heatmap or []:
         if axis not in [*params, "workload", "variant"]:
             raise UserInputError(source, f"{axis!r} is not a grid parameter, 'workload' or "
@@ -205,7 +206,10 @@ def plot_pareto(df: pd.DataFrame, path: str | Path) -> Path:
             low, high = sub[column].min(), sub[column].max()
             if low > 0 and high / low > 10:
                 getattr(ax, f"set_{axis}scale")("log")
-                getattr(ax, f"{axis}axis").set_minor_formatter(plt.NullFormatter())
+                ticks = plt.matplotlib.ticker
+                getattr(ax, f"{axis}axis").set_minor_locator(ticks.LogLocator(subs=(2, 5)))
+                getattr(ax, f"{axis}axis").set_minor_formatter(ticks.LogFormatterSciNotation(
+                    labelOnlyBase=False, minor_thresholds=(math.inf, math.inf)))  # fmt: skip
             else:
                 ax.ticklabel_format(axis=axis, style="sci", scilimits=(0, 0))
         ax.set(title=str(workload), xlabel="cycles", ylabel="energy (pJ)")

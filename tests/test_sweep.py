@@ -181,26 +181,40 @@ def test_sigkill_then_restart_recomputes_nothing_finished(tmp_path):
 
 
 def test_a_point_error_on_a_worker_is_one_user_error(tmp_path):
-    spec = dict(SMALL, grid={}, tie={}, dataflows=["osc"], knobs={"osc": {"G": [128]}})
-    spec["workloads"] = [{"trace": "all-minilm-l6-v2"}]  # its tables cover G = 16, 32, 64
-    with pytest.raises(UserInputError, match=r"sweep\.yaml: point 0 \(osc\[G=128\].*G in"):
+    # the dry build on the base architecture passes; the FP4 rate 0 point fails where it runs
+    spec = dict(SMALL, grid={"compute.rates.fp4": [4, 0]}, tie={}, dataflows=["osc"], knobs={})
+    spec["workloads"] = [{"gemm": "16x512x512"}]
+    with pytest.raises(UserInputError, match=r"sweep\.yaml: point 1 \(osc on 16x512x512\): .*FP4"):
         run_sweep(write_spec(tmp_path, spec), tmp_path / "out", "synchronous", progress=False)
+    assert len(list((tmp_path / "out" / "points").glob("*.parquet"))) == 1  # point 0 is kept
+
+
+def test_dry_build_checks_each_dataflow_against_each_workload(tmp_path):
+    spec = dict(SMALL, grid={}, tie={}, dataflows=["llm_int8", "muxq"], knobs={})
+    spec["workloads"] = [{"trace": "all-minilm-l6-v2"}]  # outlier counts from the trace: fine
+    assert len(expand(load_spec(write_spec(tmp_path, spec)))) == 2
+    spec["workloads"].append({"gemm": "16x512x512"})  # no statistics, no outlier_channels knob
+    with pytest.raises(UserInputError, match="llm_int8 on 16x512x512: .*outlier channels"):
+        expand(load_spec(write_spec(tmp_path, spec)))
+    with pytest.raises(UserInputError, match=r"osc\[G=128\] on all-minilm-l6-v2: .*G in"):
+        spec = dict(spec, dataflows=["osc"], knobs={"osc": {"G": [128]}})
+        expand(load_spec(write_spec(tmp_path, spec)))
 
 
 BAD = [
     ({"unknown": 1}, "unknown: unknown key"),
     ({"engine": "fast"}, "engine: Input should be 'des' or 'twin'"),
-    ({"grid": {"memory.HBX.read_bytes_per_cycle": [1]}}, "memory.HBX.read_bytes_per_cycle: no lev"),
-    ({"grid": {"compute.nothing.rows": [1]}}, "compute.nothing.rows: 'nothing' is not a section"),
+    ({"grid": {"memory.HBX.read_bytes_per_cycle": [1]}, "tie": {}}, "memory.HBX.read_bytes_per_cy"),
+    ({"grid": {"compute.no.rows": [1]}, "tie": {}}, "compute.no.rows: 'no' is not a section"),
     ({"grid": {"compute.block_m": [0]}}, "grid (compute.block_m)"),
-    ({"grid": {"compute.block_m": []}}, "grid.compute.block_m: List should have at least 1"),
-    ({"grid": {"compute.blok_m": [8]}}, "grid (compute.blok_m): unknown key"),
+    ({"grid": {"compute.block_m": []}}, "grid.compute.block_m: Value should have at least 1"),
+    ({"grid": {"compute.blok_m": [8]}, "tie": {}}, "grid (compute.blok_m): unknown key"),
     ({"tie": {"compute.block_n": "compute.block_k"}}, "tie.compute.block_n"),
     ({"zip": [{"compute.block_k": [8, 16], "memory.L1.capacity_bytes": [1]}]}, "zip.0: lists"),
     ({"dataflows": ["w8a8", "w9a9"]}, "dataflows.1: unknown dataflow 'w9a9'"),
     ({"knobs": {"fp16": {"x": [1]}}}, "knobs: knobs for a dataflow not in"),
     ({"knobs": {"osc": {"H": [1]}}}, "knobs.osc: H: unknown knob"),
-    ({"knobs": {"osc": {"base": ["mxfp3"]}}}, "base must be mxfp4 or nvfp4"),
+    ({"knobs": {"osc": {"base": ["mxfp3"]}}}, "osc[base=mxfp3] on 16x512x512: knobs: base: base"),
     ({"workloads": [{"gemm": "16x512"}]}, "workloads.0: expected MxKxN"),
     ({"workloads": [{"gemm": "16x8x8", "trace": "x"}]}, "workloads.0: give exactly one of"),
     ({"workloads": [{"gemm": "16x8x8", "phase": "decode"}]}, "only apply to a model workload"),

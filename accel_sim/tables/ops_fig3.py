@@ -197,5 +197,5 @@ def _plot(table: pd.DataFrame, path: str) -> None:
     ax2.set_title("OPS early bird: skip vs error")
     ax2.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, format="png")
     plt.close(fig)
