@@ -23,6 +23,9 @@ class UserInputError(Exception):
         self.message = message
         super().__init__(str(self))
 
+    def __reduce__(self):  # picklable across Dask workers
+        return (type(self), (self.source, self.message, self.key))
+
     def __str__(self) -> str:
         where = f"{self.source}: {self.key}" if self.key else self.source
         return f"{where}: {self.message}"

@@ -3,9 +3,9 @@
 ``workloads/sweeps/example.yaml`` documents the sweep file. A point = (architecture parameters,
 dataflow, knob values, workload); its row sums the workload's GEMMs (a model workload's GEMMs via
 ``models.lower``: linear layers, LM head, attention matmuls unless ``attention: false``; its vector
-work is left out). Each finished point is written at once to ``points/<sha256>.parquet``, the hash
-covering the accel-sim version, the base architecture file's bytes, the validated architecture, the
-dataflow and resolved knobs, the workload's content and the engine; a rerun skips existing points
+work is left out). Each finished point is written at once to ``points/<sha256>.parquet``, hashing
+accel-sim's version and simulator source, the base architecture file, the validated architecture,
+the dataflow and resolved knobs, the workload's content and the engine; a rerun skips done points
 and rebuilds the table from the files, so a killed and restarted sweep ends with the same table.
 """
 
