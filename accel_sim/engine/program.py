@@ -17,6 +17,7 @@ from the previous step's (stationary reuse only).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from functools import cached_property
@@ -113,7 +114,11 @@ class Program:
         self.arch = arch
         self.op = op
         self.rate = unit_rate(arch, op)
-        self.tiling = tiling or choose_tiling(arch, op)
+        if tiling is None:
+            tiling = choose_tiling(arch, op)
+            if tiling.fold_cycles == 0:  # cube: the loop order is ours to choose
+                tiling = self._cheaper_order(arch, op, tiling)
+        self.tiling = tiling
         t = self.tiling
         # "b" loops over the op's ``count`` independent instances (heads, experts): different
         # matrices, one pipeline, so instance i+1's loads overlap instance i's compute
@@ -127,6 +132,20 @@ class Program:
         self.retained = self._retention()
         self._classes: dict[int, StepClass] = {}
         self._mismatch: dict[int, tuple[int, int]] = {}
+
+    @staticmethod
+    def _cheaper_order(arch: Arch, op: MatmulOp, tiling: Tiling) -> Tiling:
+        """Of the two loop orders (m or n outermost), the one that moves fewer bytes over DRAM
+        once retention is accounted for (then fewer bytes over all hops; then m outermost)."""
+        best = None
+        for order in (("m", "n"), ("n", "m")):
+            candidate = Program(arch, op, dataclasses.replace(tiling, order=order))
+            dram = sum(b for ln, b in zip(candidate.links, candidate.link_bytes)
+                       if 0 in (ln.src, ln.dst))  # fmt: skip
+            key = (dram, sum(candidate.link_bytes))
+            if best is None or key < best[0]:
+                best = (key, candidate.tiling)
+        return best[1]
 
     # ----------------------------------------------------------------- structure
     def _links(self) -> tuple[Link, ...]:

@@ -92,22 +92,9 @@ def _cube_tiling(arch: Arch, unit: CubeUnit, op: MatmulOp, rate: int) -> Tiling:
             "memory",
         )
     _, tm, tk, tn = best
-    return Tiling(
-        tm=tm,
-        tk=tk,
-        tn=tn,
-        order=_cheaper_order(op, tm, tk, tn),
-        last_step_adjust=unit.pipeline_latency_cycles,
-    )
-
-
-def _cheaper_order(op: MatmulOp, tm: int, tk: int, tn: int) -> tuple[str, str]:
-    """Put the dimension whose operand is re-read less often outermost (fewer DRAM bytes when
-    neither operand is retained on chip): m outer re-reads B once per m-block, n outer re-reads A
-    once per n-block."""
-    b_rereads = math.ceil(op.M / tm) * op.K * op.N * op.b_bits
-    a_rereads = math.ceil(op.N / tn) * op.M * op.K * op.a_bits
-    return ("m", "n") if b_rereads <= a_rereads else ("n", "m")
+    # the loop order is chosen by the step program, which knows what each level retains
+    return Tiling(tm=tm, tk=tk, tn=tn, order=("m", "n"),
+                  last_step_adjust=unit.pipeline_latency_cycles)  # fmt: skip
 
 
 def _systolic_tiling(unit: SystolicArray, op: MatmulOp, rate: int) -> Tiling:
