@@ -31,8 +31,10 @@ DATAFLOWS = ["ws", "os", "is"]
 @pytest.fixture(scope="module")
 def scalesim_ok() -> None:
     if not ensure_scalesim():
-        pytest.skip("SCALE-Sim 3.0.0 could not be installed in its venv (no PyPI access?); "
-                    "run .ci/setup_scalesim.sh")
+        pytest.skip(
+            "SCALE-Sim 3.0.0 could not be installed in its venv (no PyPI access?); "
+            "run .ci/setup_scalesim.sh"
+        )
 
 
 @pytest.mark.parametrize("dataflow", DATAFLOWS)

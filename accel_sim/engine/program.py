@@ -4,8 +4,8 @@ Steps are enumerated by a loop nest (outer, middle, k). Everything about a step 
 which operand tiles must be (re)loaded into each level, whether it opens or closes an accumulator
 tile — depends only on whether each loop index is *first*, *middle* or *last*. So a step has one of
 at most 4⁴ = 256 *classes* (the outermost loop runs over the op's ``count`` instances); the
-program stores per-class data and per-class multiplicities, never a per-step list. Memory stays flat in the GEMM size, and totals (bytes, MACs, compute cycles) are
-exact sums over classes.
+program stores per-class data and per-class multiplicities, never a per-step list. Memory stays
+flat in the GEMM size, and totals (bytes, MACs, compute cycles) are exact sums over classes.
 
 Reuse (retention): a level keeps an operand's tiles for the whole matmul when its reuse working
 set fits in what the level has left after the double-buffer slots of every operand it stages:

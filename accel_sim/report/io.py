@@ -56,6 +56,17 @@ def write_table(df: pd.DataFrame, path: str | Path) -> Path:
     return path
 
 
+def sha256_file(path: str | Path) -> str:
+    """Hex sha256 of a file's bytes (manifests record it for every input and output)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def atomic_write_text(path: str | Path, text: str) -> Path:
     path = Path(path)
     _atomic_write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))

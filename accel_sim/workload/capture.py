@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from accel_sim.errors import UserInputError
+from accel_sim.report.io import sha256_file
 
 #: Columns of ``gemms.csv``.
 CSV_COLUMNS = ("index", "layer", "name", "kind", "M", "K", "N")
@@ -151,14 +152,6 @@ def model_dir(spec: ModelSpec) -> Path:
     return folder
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _version(dist: str) -> str:
     try:
         return importlib.metadata.version(dist)
@@ -173,7 +166,11 @@ def _model_files(spec: ModelSpec, folder: Path) -> list[dict[str, Any]]:
     else:
         paths = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != ".gitattributes")
     return [
-        {"path": str(p.relative_to(folder.parent)), "bytes": p.stat().st_size, "sha256": _sha256(p)}
+        {
+            "path": str(p.relative_to(folder.parent)),
+            "bytes": p.stat().st_size,
+            "sha256": sha256_file(p),
+        }
         for p in paths
     ]
 

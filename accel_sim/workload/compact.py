@@ -31,7 +31,7 @@ import pandas as pd
 from accel_sim.errors import UserInputError
 from accel_sim.quant import reference as ref
 from accel_sim.quant.formats import mse_clip_scale
-from accel_sim.report.io import atomic_write_text, read_csv_checked
+from accel_sim.report.io import atomic_write_text, read_csv_checked, sha256_file
 from accel_sim.workload import stats as S
 from accel_sim.workload import stats_ops as SO
 
@@ -138,14 +138,6 @@ def dataflow_errors(X: np.ndarray, W: np.ndarray, tables: dict[int, np.ndarray],
     return err
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def compact_trace(full_dir: str | Path, out_dir: str | Path, progress: bool = True) -> Path:
     """Build the compact trace of the full trace in ``full_dir`` into ``out_dir``."""
     full, out = Path(full_dir), Path(out_dir)
@@ -191,7 +183,7 @@ def compact_trace(full_dir: str | Path, out_dir: str | Path, progress: bool = Tr
         "samples": sorted(samples),
         "command": f"accel-sim trace compact {full} --out {out}",
         "files": {
-            name: _sha256(tmp / name) for name in ("gemms.csv", "stats.json", "samples.npz")
+            name: sha256_file(tmp / name) for name in ("gemms.csv", "stats.json", "samples.npz")
         },  # fmt: skip
     }
     atomic_write_text(tmp / "manifest.json", json.dumps(manifest, indent=2) + "\n")
