@@ -148,3 +148,17 @@ def test_panels_that_fit_are_read_from_dram_once():
     # (each tile's bytes are rounded up to whole bytes: hence the relative tolerance)
     assert hbm["A"] == pytest.approx(256 * 2560 * 4.2 / 8, rel=1e-4)
     assert hbm["B"] == pytest.approx(2560 * 12288 * 4.2 / 8, rel=1e-4)
+
+
+@settings(max_examples=40, deadline=None)
+@given(M=st.sampled_from([16, 100, 256, 2048]), K=st.sampled_from([64, 300, 4096]),
+       N=st.sampled_from([50, 512, 4096]), count=st.integers(1, 4), data=st.data())  # fmt: skip
+def test_first_mismatch_matches_brute_force(M, K, N, count, data):
+    """The collapse's look-ahead (change points only) equals a step-by-step scan."""
+    program = Program(load_arch(CUBE), _op(M, K, N, "int8", count=count))
+    n = program.n_steps
+    codes = program.codes(0, n)
+    period = data.draw(st.integers(1, max(1, n - 1)))
+    lo = data.draw(st.integers(period, max(period, n)))
+    expected = next((x for x in range(max(lo, period), n) if codes[x] != codes[x - period]), n)
+    assert program._first_mismatch(lo, period) == expected

@@ -267,7 +267,11 @@ class Program:
 
     def codes(self, lo: int, hi: int) -> np.ndarray:
         """Class codes of steps ``lo..hi-1`` (vectorised)."""
-        rest = np.arange(lo, hi, dtype=np.int64)
+        return self.codes_at(np.arange(lo, hi, dtype=np.int64))
+
+    def codes_at(self, steps: np.ndarray) -> np.ndarray:
+        """Canonical class codes of the given step indices (vectorised)."""
+        rest = np.array(steps, dtype=np.int64)
         raw = np.zeros_like(rest)
         for d, radix in zip(reversed(self.dims), reversed(self._radix)):
             n = self.count[d]
@@ -320,14 +324,38 @@ class Program:
         self._mismatch[period] = (lo, found)
         return found
 
+    def _change_points(self, a: int, b: int) -> np.ndarray:
+        """Steps p in (a, b) whose class may differ from step p−1's: where some loop index
+        enters or leaves its first or last value (at most three per sweep of that loop)."""
+        points = []
+        stride = 1
+        for d in reversed(self.dims):
+            n = self.count[d]
+            if n > 1:
+                # index(p) = (p // stride) % n changes class when it becomes 0, 1 or n−1
+                lo_m, hi_m = a // stride + 1, (b - 1) // stride
+                if hi_m >= lo_m:
+                    for residue in {0, 1, n - 1}:
+                        first = lo_m + (residue - lo_m) % n
+                        points.append(np.arange(first, hi_m + 1, n, dtype=np.int64) * stride)
+            stride *= n
+        return np.concatenate(points) if points else np.empty(0, dtype=np.int64)
+
     def _first_mismatch(self, lo: int, period: int) -> int:
-        chunk = 4096
+        """Both code(x) and code(x − period) are constant between their change points, so only
+        ``lo`` and those points need comparing — O(boundaries), not O(steps)."""
         x = max(lo, period)
+        chunk = 1 << 14
         while x < self.n_steps:
             hi = min(self.n_steps, x + chunk)
-            diff = np.nonzero(self.codes(x, hi) != self.codes(x - period, hi - period))[0]
+            candidates = np.unique(np.concatenate((
+                np.array([x], dtype=np.int64),
+                self._change_points(x, hi),
+                self._change_points(x - period, hi - period) + period,
+            )))  # fmt: skip
+            diff = np.nonzero(self.codes_at(candidates) != self.codes_at(candidates - period))[0]
             if diff.size:
-                return x + int(diff[0])
+                return int(candidates[diff[0]])
             x, chunk = hi, chunk * 2
         return self.n_steps
 
