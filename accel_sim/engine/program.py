@@ -345,10 +345,10 @@ class Program:
         """Both code(x) and code(x − period) are constant between their change points, so only
         ``lo`` and those points need comparing — O(boundaries), not O(steps)."""
         x = max(lo, period)
-        chunk = 1 << 14
+        chunk = 256  # the next boundary is usually near: start small, grow fast
         while x < self.n_steps:
             hi = min(self.n_steps, x + chunk)
-            candidates = np.unique(np.concatenate((
+            candidates = np.sort(np.concatenate((
                 np.array([x], dtype=np.int64),
                 self._change_points(x, hi),
                 self._change_points(x - period, hi - period) + period,
@@ -356,7 +356,7 @@ class Program:
             diff = np.nonzero(self.codes_at(candidates) != self.codes_at(candidates - period))[0]
             if diff.size:
                 return int(candidates[diff[0]])
-            x, chunk = hi, chunk * 2
+            x, chunk = hi, chunk * 8
         return self.n_steps
 
     @cached_property
