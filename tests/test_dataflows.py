@@ -91,3 +91,26 @@ def test_trace_run_reports_errors_for_every_dataflow(trace):
     for flow in ("fp16", "w8a8", "w8a8_static", "osc", "muxq", "llm_int8", "w4a4_static"):
         r = accel_sim.simulate(CUBE, gemm, flow, stats=trace.stats_for(gemm))
         assert 0 <= r.extra["rel_error"] < 1, flow
+
+
+def test_sample_tensors_reproduce_the_dataflows_error_ordering(trace):
+    """The committed float16 samples are real SmolLM2 tensors: on the layer-0 down-projection
+    (an outlier channel above 6) the error ranks FP16 < LLM.int8() ≤ W8A8 per-token, and MUXQ
+    beats naive per-tensor INT8 — computed here from the samples, independent of stats.json."""
+    from accel_sim.quant import reference as ref
+
+    samples = trace.samples()
+    X = samples["X_6"].astype(np.float64)
+    W = samples["W_6"].astype(np.float64)
+    assert X.shape == (64, 1536) and W.shape == (256, 1536)
+    assert np.abs(X).max() > 6
+    exact = ref.y_exact(X, W)
+    err = {
+        "fp16": ref.relative_error(ref.y_fp16(X, W), exact),
+        "llm_int8": ref.relative_error(ref.y_llm_int8(X, W), exact),
+        "w8a8": ref.relative_error(ref.y_w8a8(X, W, per_token=True), exact),
+        "int8_per_tensor": ref.relative_error(ref.y_w8a8(X, W, per_token=False), exact),
+        "muxq": ref.relative_error(ref.y_muxq(X, W, exp=2), exact),
+    }
+    assert err["fp16"] < err["llm_int8"] <= err["w8a8"]
+    assert err["muxq"] < err["int8_per_tensor"]
