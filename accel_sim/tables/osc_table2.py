@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -135,12 +136,24 @@ def sweep(arch=ARCH, sizes=SIZES, ms=M_MEMORY + M_COMPUTE, groups=GROUPS,
     arch_ref = arch if isinstance(arch, str | Path) else load_arch(arch)
     tasks = [(arch_ref, M, K, tuple(sizes), tuple(groups), engine)
              for M in sorted(ms, reverse=True) for K in sorted(sizes, reverse=True)]  # fmt: skip
+    from tqdm import tqdm
+
+    # a progress bar on a terminal only (stderr); results keep the tasks' order either way
+    bar = tqdm(total=len(tasks), desc="osc-table2", unit="slice", leave=False,
+               disable=not sys.stderr.isatty())  # fmt: skip
     methods = multiprocessing.get_all_start_methods()
     if workers > 1 and len(tasks) > 1 and "fork" in methods:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
-            parts = pool.map(_task, tasks, chunksize=1)
+            parts = []
+            for part in pool.imap(_task, tasks, chunksize=1):
+                parts.append(part)
+                bar.update()
     else:
-        parts = [_task(t) for t in tasks]
+        parts = []
+        for task in tasks:
+            parts.append(_task(task))
+            bar.update()
+    bar.close()
     rows = [row for part in parts for row in part]
     return pd.DataFrame(rows).sort_values(["M", "K", "N", "G"]).reset_index(drop=True)
 
