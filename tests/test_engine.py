@@ -115,10 +115,10 @@ AGREE = [
     (CUBE, 128, 4096, 4096, "int8"), (CUBE, 1, 512, 512, "fp16"), (CUBE, 1, 512, 512, "int8"),
 ]  # fmt: skip
 DIVERGE = [  # (case, documented bound on |twin − DES| / DES)
-    ((CUBE, 2048, 4096, 4096, "fp16"), 0.20),  # A re-read per n-block + latency queueing
+    ((CUBE, 2048, 4096, 4096, "fp16"), 0.20),  # latency + port queueing behind 2 buffers
     ((CUBE, 2048, 4096, 4096, "fp4"), 0.20),
     ((CUBE, 100, 300, 50, "fp4"), 0.20),  # 3 steps: fill and drain dominate
-    ((CUBE, 512, 768, 2048, "fp4"), 0.30),  # B panel loads only on the first m-pass
+    ((CUBE, 512, 768, 2048, "fp4"), 0.35),  # B panel loads only on the first m-pass
 ]
 
 

@@ -9,9 +9,12 @@ the slowest resource sets the pace — so
 
 where ``fill`` is the time the first step's inputs need to reach the compute unit beyond what
 their own bottleneck already accounts for, and ``drain`` the time the last output tile needs to
-get back to DRAM. Where consecutive steps differ (the first row of a panel loads more than the
-rest) double buffering lets a heavy step borrow slack from a light neighbour, which the sum of
-per-step maxima does not see: the twin is then an upper bound and tests document the gap.
+get back to DRAM. Each level's slots also bound the period (Little's law): a slot is held while
+its tile arrives, waits out the source latency and leaves through the next port, where it may
+queue behind every other transfer of the step (taken at its worst). Where consecutive steps
+differ (the first row of a panel loads more than the rest) double buffering lets a heavy step
+borrow slack from a light neighbour, which the sum of per-step maxima does not see: the twin then
+overestimates, and tests document each regime's gap.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ def step_period(program: Program, code: int) -> int:
     for j, nbytes in enumerate(step.link_bytes):
         cycles = _hop_cycles(program, j, nbytes)
         busy[port_of(program, j)] += cycles
+    ports = dict(busy)
     # Little's law on every level's slots: a slot is held while its tile comes in, waits out the
     # source latency and goes on (into the next level, or through the compute unit)
     for operand in "AB":
@@ -43,7 +47,11 @@ def step_period(program: Program, code: int) -> int:
             if step.link_bytes[j]:
                 held += program.arch.memory[program.links[j].src].latency_cycles
             if k + 1 < len(chain):
-                held += _hop_cycles(program, chain[k + 1], step.link_bytes[chain[k + 1]])
+                # the tile leaves through the next hop's port, which it shares with every other
+                # transfer of the step on that port: in the worst case it waits for all of them
+                nxt = chain[k + 1]
+                own = _hop_cycles(program, nxt, step.link_bytes[nxt])
+                held += ports.get(port_of(program, nxt), own) if own else 0
             else:
                 held += step.compute_cycles
             level = program.arch.memory[program.links[j].dst]
