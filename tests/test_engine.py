@@ -113,12 +113,21 @@ AGREE = [
     (CUBE, 64, 4096, 12288, "fp16"), (CUBE, 64, 4096, 12288, "int8"),
     (CUBE, 64, 4096, 12288, "fp4"), (CUBE, 128, 4096, 4096, "fp16"),
     (CUBE, 128, 4096, 4096, "int8"), (CUBE, 1, 512, 512, "fp16"), (CUBE, 1, 512, 512, "int8"),
+    *[(arch, M, K, N, p)
+      for arch, precisions in (("systolic_32x32_ws", ("fp16", "int8", "int4")),
+                               ("systolic_128x128_os", ("fp16", "int8", "int4")),
+                               ("edge_npu_int8", ("int8", "int4")))
+      for M, K, N in ((16, 4096, 4096), (2048, 4096, 4096), (1, 768, 768))
+      for p in precisions],
+    ("systolic_128x128_os", 64, 768, 3072, "fp16"), ("systolic_32x32_ws", 512, 1024, 1024, "int8"),
 ]  # fmt: skip
 DIVERGE = [  # (case, documented bound on |twin − DES| / DES)
     ((CUBE, 2048, 4096, 4096, "fp16"), 0.20),  # latency + port queueing behind 2 buffers
     ((CUBE, 2048, 4096, 4096, "fp4"), 0.20),
     ((CUBE, 100, 300, 50, "fp4"), 0.20),  # 3 steps: fill and drain dominate
     ((CUBE, 512, 768, 2048, "fp4"), 0.35),  # B panel loads only on the first m-pass
+    (("systolic_32x32_ws", 512, 1024, 1024, "int4"), 0.20),  # heavy first-touch folds
+    (("edge_npu_int8", 512, 1024, 1024, "int4"), 0.45),  # the same, 64×64 array, slower DRAM
 ]
 
 
