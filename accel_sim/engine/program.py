@@ -202,11 +202,9 @@ class Program:
         return frozenset(retained)
 
     # ------------------------------------------------------------------- classes
-    def encode(self, *classes: int) -> int:
-        """Class code: one base-4 digit (FIRST/MIDDLE/LAST/ONLY) per loop, outermost first."""
-        return sum(c * r for c, r in zip(classes, self._radix))
-
     def decode(self, code: int) -> dict[str, int]:
+        """Per loop, the class digit (FIRST/MIDDLE/LAST/ONLY) of a code: one base-4 digit per
+        loop, outermost first."""
         return {d: (code // r) % 4 for d, r in zip(self.dims, self._radix)}
 
     def class_of(self, code: int) -> StepClass:
