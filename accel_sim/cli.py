@@ -134,7 +134,11 @@ def _cmd_arch(args) -> int:
         for name in list_archs():
             print(name)
     elif args.arch_cmd == "show":
-        print(json.dumps(load_arch(args.name).model_dump(), indent=2))
+        arch = load_arch(args.name)
+        print(json.dumps(arch.model_dump(), indent=2))
+        if arch.unused_energy_entries:  # reported, not an error (stdout stays pure JSON)
+            print(f"note: energy entries nothing uses: {', '.join(arch.unused_energy_entries)}",
+                  file=sys.stderr)  # fmt: skip
     elif args.arch_cmd == "from-scalesim":
         from accel_sim.arch.scalesim_import import write_arch_from_scalesim
 

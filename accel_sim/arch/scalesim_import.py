@@ -40,6 +40,10 @@ UNLIMITED_BYTES_PER_CYCLE = 1e9
 DRAM_CAPACITY_BYTES = 2**40
 #: SCALE-Sim has no clock; converted archs run at this frequency, Hz.
 DEFAULT_CLOCK_HZ = 1e9
+#: SCALE-Sim has no technology node; converted archs state 45 nm, the node of the Horowitz
+#: numbers their energy table is built from, so the table is used unscaled. Pass ``node_nm`` to
+#: :func:`arch_dict_from_scalesim` (or edit the YAML) to scale it to another node.
+DEFAULT_NODE_NM = 45
 #: Vector unit of the converted arch (SCALE-Sim has none), bytes/cycle.
 VECTOR_BYTES_PER_CYCLE = 64
 
@@ -189,27 +193,45 @@ def _sram_pj_per_byte(capacity_bytes: int) -> tuple[float, str]:
     return per_byte, note
 
 
-def _energy_table(levels: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    def e(value: float, unit: str, source: str) -> dict[str, Any]:
-        return {"value": value, "unit": unit, "node_nm": 45, "source": source}
+def _energy_table(levels: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """The ``energy:`` table by component then action (``docs/energy.md``): [H14] numbers at
+    45 nm, scaled to the arch's ``node_nm``; MACs add at the accumulator width (INT 32-bit, FP
+    FP32); DRAM is [H14]'s DDR3-era device figure, not node-scaled."""
 
-    table = {
-        "mac_fp16": e(1.5, "pJ/MAC", f"[H14] FP16 mult 1.1 + FP16 add 0.4 pJ; {H14}"),
-        "mac_fp8": e(0.345, "pJ/MAC", "derived from [H14]: mult 1.1*(4/11)^2 + add 0.4*8/16"),
-        "mac_fp4": e(0.136, "pJ/MAC", "derived from [H14]: mult 1.1*(2/11)^2 + add 0.4*4/16"),
-        "mac_int16": e(0.85, "pJ/MAC", "derived from [H14]: INT8 mult 0.2*(16/8)^2 + add 0.05"),
-        "mac_int8": e(0.23, "pJ/MAC", "[H14] INT8 mult 0.2 + INT8 add 0.03 pJ"),
-        "mac_int4": e(0.065, "pJ/MAC", "derived from [H14]: INT8 mult 0.2*(4/8)^2 + add 0.015"),
-        "vector_op": e(0.4, "pJ/op", "[H14] FP16 add 0.4 pJ per element operation"),
-        "comparator_op": e(0.03, "pJ/op", "[H14] INT8 add 0.03 pJ (a compare is a subtract)"),
-        "DRAM_read": e(160.0, "pJ/byte", "[H14] DRAM 32-bit access 640 pJ (1.3-2.6 nJ/64b)"),
-        "DRAM_write": e(160.0, "pJ/byte", "[H14] DRAM 32-bit access 640 pJ, write = read"),
-        "leakage": e(0.0, "mW", "assumption: SCALE-Sim models no static power"),
+    def e(value: float, unit: str, source: str, scaling: str = "logic") -> dict[str, Any]:
+        if scaling == "none":
+            return {"value": value, "unit": unit, "scaling": scaling, "source": source}
+        return {"value": value, "unit": unit, "node_nm": 45, "scaling": scaling, "source": source}
+
+    fp_add = "+ FP32 add 0.9 (accumulates in FP32)"
+    int_add = "+ INT32 add 0.1 (accumulates in 32-bit)"
+    dram = (
+        "[H14] DRAM 1.3-2.6 nJ per 64-bit access; 640 pJ per 32 bits (its low end, as Han et al. "
+        f"2016 quote it) = 160 pJ/byte, a DDR3-class device; {H14}"
+    )
+    table: dict[str, dict[str, dict[str, Any]]] = {
+        "compute": {
+            "mac_fp16": e(2.0, "pJ/MAC", f"[H14] FP16 mult 1.1 {fp_add}; {H14}"),
+            "mac_bf16": e(1.482, "pJ/MAC", f"derived from [H14]: mult 1.1*(8/11)^2 {fp_add}"),
+            "mac_fp8": e(1.045, "pJ/MAC", f"derived from [H14]: mult 1.1*(4/11)^2 {fp_add}"),
+            "mac_fp4": e(0.936, "pJ/MAC", f"derived from [H14]: mult 1.1*(2/11)^2 {fp_add}"),
+            "mac_int16": e(0.9, "pJ/MAC", f"derived from [H14]: mult 0.2*(16/8)^2 {int_add}"),
+            "mac_int8": e(0.3, "pJ/MAC", f"[H14] INT8 mult 0.2 {int_add}"),
+            "mac_int4": e(0.15, "pJ/MAC", f"derived from [H14]: mult 0.2*(4/8)^2 {int_add}"),
+        },
+        "vector": {"op": e(0.4, "pJ/op", "[H14] FP16 add 0.4 pJ per element operation")},
+        levels[0]["name"]: {
+            "read": e(160.0, "pJ/byte", dram + "; not node-scaled", "none"),
+            "write": e(160.0, "pJ/byte", dram + "; write = read; not node-scaled", "none"),
+        },
+        "chip": {"leakage": e(0.0, "mW", "assumption: SCALE-Sim models no static power", "none")},
     }
     for level in levels[1:]:
         per_byte, note = _sram_pj_per_byte(level["capacity_bytes"])
-        table[f"{level['name']}_read"] = e(per_byte, "pJ/byte", note)
-        table[f"{level['name']}_write"] = e(per_byte, "pJ/byte", note + "; write = read")
+        table[level["name"]] = {
+            "read": e(per_byte, "pJ/byte", note, "sram"),
+            "write": e(per_byte, "pJ/byte", note + "; write = read", "sram"),
+        }
     return table
 
 
@@ -219,6 +241,7 @@ def arch_dict_from_scalesim(
     *,
     word_bytes: int = WORD_BYTES,
     clock_hz: float = DEFAULT_CLOCK_HZ,
+    node_nm: int = DEFAULT_NODE_NM,
     source: str = "<scalesim cfg>",
 ) -> dict[str, Any]:
     """Build an :class:`accel_sim.arch.schema.Arch`-shaped dict from :func:`parse_scalesim_cfg`.
@@ -230,8 +253,9 @@ def arch_dict_from_scalesim(
       :data:`UNLIMITED_BYTES_PER_CYCLE` (CALC mode is stall-free); then ``IFMAP_SRAM`` (A),
       ``FILTER_SRAM`` (B), ``OFMAP_SRAM`` (C), each ``kB · 1024 · word_bytes`` bytes,
       double-buffered, unlimited bandwidth (SCALE-Sim does not model SRAM ports).
-    * clock ``clock_hz`` (SCALE-Sim has none), vector unit 64 bytes/cycle, 45 nm energy
-      table after Horowitz (ISSCC 2014).
+    * clock ``clock_hz`` (SCALE-Sim has none), vector unit 64 bytes/cycle, technology node
+      ``node_nm`` (default :data:`DEFAULT_NODE_NM` = 45), energy table after Horowitz (ISSCC
+      2014, 45 nm) scaled to that node (``docs/energy.md``).
 
     Raises:
         UserInputError: the cfg enables sparsity, which accel-sim does not model.
@@ -275,6 +299,7 @@ def arch_dict_from_scalesim(
             f"(ifmap/filter/ofmap), {bw_text}; {word_bytes} bytes per SCALE-Sim word"
         ),
         "clock_hz": clock_hz,
+        "node_nm": node_nm,
         "compute": {
             "kind": "systolic",
             "rows": cfg["array_rows"],

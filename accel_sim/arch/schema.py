@@ -6,11 +6,9 @@ Unknown keys are rejected everywhere (``extra="forbid"``); objects are immutable
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Union
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     PrivateAttr,
     StrictBool,
@@ -18,60 +16,16 @@ from pydantic import (
     model_validator,
 )
 
-#: Precisions a matmul can run at. The rate table maps each to MACs per cycle relative to FP16.
-PRECISIONS = ("fp16", "bf16", "fp8", "fp4", "int16", "int8", "int4")
-Precision = Literal["fp16", "bf16", "fp8", "fp4", "int16", "int8", "int4"]
-Operand = Literal["A", "B", "C"]  # A = activations X, B = weights W, C = outputs Y
+from accel_sim.arch.base import DEFAULT_RATES, PRECISIONS, Operand, Precision, Strict
+from accel_sim.arch.units import ComputeUnit, unit_classes
+from accel_sim.arch.units.cube import CubeUnit
+from accel_sim.arch.units.systolic import SystolicArray
 
-DEFAULT_RATES = {"fp16": 1, "bf16": 1, "fp8": 2, "fp4": 4, "int16": 1, "int8": 2, "int4": 4}
+__all__ = ["DEFAULT_RATES", "PRECISIONS", "Operand", "Precision", "Strict", "ComputeUnit",
+           "CubeUnit", "SystolicArray", "Arch", "MemoryLevel"]  # fmt: skip
 
-
-class Strict(BaseModel):
-    # no NaN or infinity anywhere; integers and booleans are strict (``rows: true`` is not 1)
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-
-
-class SystolicArray(Strict):
-    """An R×C systolic array; timing follows SCALE-Sim v3 (see ``engine/systolic_timing.py``).
-
-    At a precision with rate r (``rates``), a PE does r MACs per cycle on packed operands: the
-    reduction dimension K is packed r-fold (WS/IS hold r·R rows of K; OS streams ceil(K/r)).
-    """
-
-    kind: Literal["systolic"] = "systolic"
-    rows: StrictInt = Field(gt=0, description="PE rows R")
-    cols: StrictInt = Field(gt=0, description="PE columns C")
-    dataflow: Literal["ws", "os", "is"]
-    drain_overlap: StrictBool = Field(
-        True,
-        description="overlap each fold's output drain with the next fold's fill, as SCALE-Sim "
-        "v3 does (its issue #4 discusses changing this); False adds the drain to every fold",
-    )
-    rates: dict[Precision, StrictInt] = Field(default_factory=lambda: dict(DEFAULT_RATES))
-
-    @property
-    def fp16_macs_per_cycle(self) -> int:
-        return self.rows * self.cols
-
-
-class CubeUnit(Strict):
-    """An Ascend-like cube: one ``block_m×block_k×block_n`` FP16 block per cycle.
-
-    At rate r the K depth of a block grows r-fold (FP8: 16×32×16, FP4: 16×64×16).
-    """
-
-    kind: Literal["cube"] = "cube"
-    block_m: StrictInt = Field(16, gt=0)
-    block_k: StrictInt = Field(16, gt=0)
-    block_n: StrictInt = Field(16, gt=0)
-    pipeline_latency_cycles: StrictInt = Field(
-        0, ge=0, description="fill + drain of the cube pipeline, paid once per matmul"
-    )
-    rates: dict[Precision, StrictInt] = Field(default_factory=lambda: dict(DEFAULT_RATES))
-
-    @property
-    def fp16_macs_per_cycle(self) -> int:
-        return self.block_m * self.block_k * self.block_n
+#: ``compute:`` is any registered unit kind (``accel_sim/arch/units/``), chosen by its ``kind``.
+AnyComputeUnit = Annotated[Union[tuple(unit_classes())], Field(discriminator="kind")]  # noqa: UP007
 
 
 class VectorUnit(Strict):
@@ -92,6 +46,11 @@ class MemoryLevel(Strict):
     """One level of the hierarchy. Listed outermost (DRAM/HBM) first in the file."""
 
     name: str
+    kind: Literal["sram", "dram"] | None = Field(
+        None,
+        description="'dram' for the off-chip level (only the outermost), 'sram' on chip; "
+        "omitted = dram for the outermost level, sram for the others",
+    )
     capacity_bytes: StrictInt = Field(gt=0)
     read_bytes_per_cycle: float = Field(gt=0)
     write_bytes_per_cycle: float = Field(gt=0)
@@ -101,19 +60,67 @@ class MemoryLevel(Strict):
         description="reads and writes share one port (DRAM/HBM buses); then the read "
         "bandwidth applies to both",
     )
+    max_inflight_bytes: StrictInt | None = Field(
+        None,
+        gt=0,
+        description="DRAM: bytes of requests the memory side keeps in flight (outstanding "
+        "requests × request size). A stream runs at min(bandwidth, in-flight / latency) "
+        "(Little's law); None = enough to cover latency × bandwidth",
+    )
     holds: list[Operand] = Field(min_length=1, description="operands staged in this level")
     buffers: StrictInt = Field(
         2, ge=1, le=4, description="tiles in flight per operand (2 = double buffering)"
     )
 
 
+def _energy_error(loc: tuple[str, ...], message: str, value: object = None) -> None:
+    """Raise a validation error at ``loc`` (so the one-line user error names the exact key);
+    a ``value`` given is shown after the message as ``(got ...)``."""
+    from pydantic import ValidationError
+    from pydantic_core import InitErrorDetails, PydanticCustomError
+
+    error = PydanticCustomError("energy", message)
+    raise ValidationError.from_exception_data(
+        "energy", [InitErrorDetails(type=error, loc=loc, input={} if value is None else value)]
+    )
+
+
 class EnergyEntry(Strict):
-    """One per-action energy with its provenance."""
+    """One per-action energy with its provenance and how it moves to the chip's node.
+
+    ``node_nm`` is the node of the SOURCE number; ``scaling`` says how it is moved to the
+    architecture's ``node_nm`` (``accel_sim/energy/scaling.py``, Stillmaker & Baas 2017):
+    ``logic`` and ``sram`` by the ratio of device energy factors, ``none`` used as written (DRAM
+    device energy belongs to its DRAM technology; leakage power is stated at the chip's node), in
+    which case ``node_nm`` may be omitted. See ``docs/energy.md``.
+    """
 
     value: float = Field(ge=0)
-    unit: Literal["pJ", "pJ/byte", "pJ/op", "pJ/MAC", "mW"]
-    node_nm: StrictInt = Field(gt=0, description="technology node the number is for")
+    unit: Literal["pJ/byte", "pJ/op", "pJ/MAC", "mW"]
+    node_nm: StrictInt | None = Field(
+        None, gt=0, description="node of the source number (nm); required unless scaling: none"
+    )
+    scaling: Literal["logic", "sram", "none"] = Field(
+        description="how the value moves to the arch's node: logic | sram (device energy "
+        "factor, Stillmaker & Baas 2017) | none (as written: DRAM technology, leakage)"
+    )
     source: str = Field(min_length=3, description="paper, datasheet or derivation rule")
+
+    @model_validator(mode="after")
+    def _check_node(self) -> EnergyEntry:
+        from accel_sim.energy.scaling import node_problem
+
+        if self.scaling != "none":
+            if self.node_nm is None:
+                _energy_error(("node_nm",), f"required with scaling: {self.scaling}")
+            problem = node_problem(self.node_nm)
+            if problem:
+                _energy_error(("node_nm",), problem)
+        return self
+
+
+#: Energy-table components that are not memory levels (a level must not take these names).
+ENERGY_COMPONENTS = ("compute", "vector", "early_bird", "chip")
 
 
 class Arch(Strict):
@@ -122,11 +129,19 @@ class Arch(Strict):
     name: str
     description: str = ""
     clock_hz: float = Field(gt=0)
-    compute: SystolicArray | CubeUnit = Field(discriminator="kind")
+    compute: AnyComputeUnit
     vector: VectorUnit
     early_bird: EarlyBirdComparator | None = None
     memory: list[MemoryLevel] = Field(min_length=2)
-    energy: dict[str, EnergyEntry]
+    node_nm: StrictInt = Field(
+        gt=0,
+        description="technology node of the chip (nm); logic and SRAM energies are scaled "
+        "to it (accel_sim/energy/scaling.py)",
+    )
+    energy: dict[str, dict[str, EnergyEntry]] = Field(
+        description="per-action energies by component (compute, vector, early_bird, chip, or a "
+        "memory level's name) then action (mac_<precision>, op, compare, leakage, read, write)"
+    )
     efficiency: dict[str, Annotated[float, Field(gt=0, le=1)]] = Field(
         default_factory=dict,
         description="optional efficiency factors in (0, 1]: 'matmul' scales the matrix unit's "
@@ -144,19 +159,26 @@ class Arch(Strict):
                 raise ValueError(f"no memory level holds operand {operand}")
         if set(self.memory[0].holds) != {"A", "B", "C"}:
             raise ValueError("the outermost memory level (DRAM/HBM) must hold A, B and C")
+        if self.memory[0].kind == "sram":
+            raise ValueError("the outermost memory level is the DRAM: kind must be dram")
+        for level in self.memory[1:]:
+            if level.kind == "dram":
+                raise ValueError(f"memory level {level.name}: only the outermost level is dram")
+            if level.max_inflight_bytes is not None:
+                raise ValueError(f"memory level {level.name}: max_inflight_bytes is for dram")
         return self
 
     _origin: str = PrivateAttr("")
-    _fingerprint: str = PrivateAttr("")
 
     @property
     def fingerprint(self) -> str:
-        """A hash of the whole validated content: equal for equal architectures (cache key)."""
-        if not self._fingerprint:
-            import hashlib
+        """A hash of the whole validated content, recomputed on every call (a cache key).
 
-            self._fingerprint = hashlib.sha256(self.model_dump_json().encode()).hexdigest()
-        return self._fingerprint
+        Never memoised: a copy made with ``model_copy(update=...)`` inherits private attributes,
+        so a stored hash would name the original's content."""
+        import hashlib
+
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()
 
     @property
     def origin(self) -> str:
@@ -170,3 +192,58 @@ class Arch(Strict):
     @property
     def dram(self) -> MemoryLevel:
         return self.memory[0]
+
+    # ------------------------------------------------------------------ energy table
+    def energy_needs(self) -> dict[tuple[str, str], tuple[str, str]]:
+        """Every ``(component, action)`` this architecture performs → (unit, why it is needed)."""
+        actions = getattr(self.compute, "energy_actions", None)
+        macs = actions() if actions else [f"mac_{p}" for p, r in self.compute.rates.items() if r]
+        needs = {("compute", a): ("pJ/MAC", f"compute.rates has {a[4:]} > 0") for a in macs}
+        for level in self.memory:
+            for action, verb in (("read", "read"), ("write", "written")):
+                needs[(level.name, action)] = ("pJ/byte", f"memory level {level.name} is {verb}")
+        needs[("vector", "op")] = ("pJ/op", "the vector unit runs element operations")
+        if self.early_bird is not None:
+            needs[("early_bird", "compare")] = ("pJ/op", "the arch has an early_bird unit")
+        needs[("chip", "leakage")] = ("mW", "leakage is charged over the run time")
+        return needs
+
+    @property
+    def unused_energy_entries(self) -> list[str]:
+        """Energy entries nothing in this architecture uses (reported, not an error)."""
+        needs = self.energy_needs()
+        return [f"energy.{c}.{a}" for c, actions in self.energy.items() for a in actions
+                if (c, a) not in needs]  # fmt: skip
+
+    @model_validator(mode="after")
+    def _check_energy(self) -> Arch:
+        """Coverage at load: every needed entry present, in its unit; DRAM and leakage unscaled."""
+        from accel_sim.energy.scaling import node_problem
+
+        problem = node_problem(self.node_nm)
+        if problem:
+            _energy_error(("node_nm",), problem)
+        for level in self.memory:
+            if level.name in ENERGY_COMPONENTS:
+                _energy_error(("memory",), f"level name {level.name!r} is an energy component")
+        dram = self.memory[0].name
+        for (component, action), (unit, why) in self.energy_needs().items():
+            entry = self.energy.get(component, {}).get(action)
+            where = ("energy", component, action)
+            if entry is None:
+                _energy_error(where, f"missing entry, needed because {why}")
+            elif entry.unit != unit:
+                _energy_error((*where, "unit"), f"must be {unit}", entry.unit)
+            elif entry.scaling != "none" and component == dram:
+                _energy_error(
+                    (*where, "scaling"),
+                    "off-chip DRAM energy is per DRAM technology, not per logic node: use none",
+                    entry.scaling,
+                )
+            elif entry.scaling != "none" and unit == "mW":
+                _energy_error(
+                    (*where, "scaling"),
+                    "leakage power is stated at the chip's node: use none",
+                    entry.scaling,
+                )
+        return self

@@ -6,13 +6,9 @@ from accel_sim.dataflow.plan import VectorOp
 from accel_sim.workload.gemm import Gemm
 
 FP16_BYTES = 2
-#: An FP32 scale per row/column, spread over the K elements it scales (bits per element).
+#: An FP32 scale per row (per-token) or column (per-channel): a metadata stream of the matmul
+#: (``MatmulOp.a_scale_bits_per_row`` / ``b_scale_bits_per_col``), not bits inside its tiles.
 PER_CHANNEL_SCALE_BITS = 32
-
-
-def scale_bits_per_element(k: int) -> float:
-    """Bits per element added by one FP32 scale per K-long row (per-channel / per-token)."""
-    return PER_CHANNEL_SCALE_BITS / k
 
 
 def absmax_pass(gemm: Gemm, columns: int | None = None, name: str = "absmax") -> VectorOp:

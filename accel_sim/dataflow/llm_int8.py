@@ -13,7 +13,7 @@ from accel_sim.dataflow.common import (
     FP16_BYTES,
     absmax_pass,
     quantize_pass,
-    scale_bits_per_element,
+    PER_CHANNEL_SCALE_BITS,
 )
 from accel_sim.dataflow.outliers import outlier_channel_count
 from accel_sim.dataflow.plan import MatmulOp, Plan, VectorOp
@@ -40,8 +40,8 @@ def build(gemm, arch, stats, knobs) -> Plan:
                             gemm.count))  # fmt: skip
     ops += [absmax_pass(gemm), quantize_pass(gemm, 8)]
     ops.append(MatmulOp("int8_part", gemm.M, gemm.K, gemm.N, "int8", 8,
-                        8 + scale_bits_per_element(gemm.K), 16, epilogue_ops_per_output=2.0,
-                        count=gemm.count))  # fmt: skip
+                        8, 16, epilogue_ops_per_output=2.0, count=gemm.count,
+                        b_scale_bits_per_col=PER_CHANNEL_SCALE_BITS))  # fmt: skip
     if n_out and arch.compute.rates.get("fp16"):
         ops.append(MatmulOp("fp16_outliers", gemm.M, n_out, gemm.N, "fp16", 16, 16, 16,
                             epilogue_ops_per_output=1.0, count=gemm.count))  # fmt: skip

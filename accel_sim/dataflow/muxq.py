@@ -22,7 +22,7 @@ from accel_sim.dataflow.common import (
     FP16_BYTES,
     absmax_pass,
     quantize_pass,
-    scale_bits_per_element,
+    PER_CHANNEL_SCALE_BITS,
 )
 from accel_sim.dataflow.outliers import outlier_channel_count
 from accel_sim.dataflow.plan import MatmulOp, Plan, VectorOp
@@ -47,7 +47,7 @@ def build(gemm, arch, stats, knobs) -> Plan:
         raise UserInputError("knobs", f"exp must be a non-negative integer, got {knobs['exp']!r}",
                              "exp")  # fmt: skip
     n_out, source = outlier_channel_count(gemm, stats, knobs, "muxq")
-    w_bits = 8 + scale_bits_per_element(gemm.K)
+    w_bits = 8  # + one FP32 scale per output channel, as a metadata stream
     # MUXQ detects the outlier channels of each input (one compare per element, like LLM.int8())
     ops: list = [VectorOp("detect_outliers", gemm.M * gemm.K, 1.0, gemm.M * gemm.K * FP16_BYTES,
                           0, gemm.count)]  # fmt: skip
@@ -61,11 +61,14 @@ def build(gemm, arch, stats, knobs) -> Plan:
     scale_ops = 1.0 if knobs["exp"] == 1 else 2.0
     if knobs["fused"] or not n_out:
         ops.append(MatmulOp("body_aux_fused", gemm.M, gemm.K + n_out, gemm.N, "int8", 8, w_bits,
-                            16, epilogue_ops_per_output=2.0, count=gemm.count))  # fmt: skip
+                            16, epilogue_ops_per_output=2.0, count=gemm.count,
+                            b_scale_bits_per_col=PER_CHANNEL_SCALE_BITS))  # fmt: skip
     else:
         ops.append(MatmulOp("body", gemm.M, gemm.K, gemm.N, "int8", 8, w_bits, 16,
-                            epilogue_ops_per_output=2.0, count=gemm.count))  # fmt: skip
+                            epilogue_ops_per_output=2.0, count=gemm.count,
+                            b_scale_bits_per_col=PER_CHANNEL_SCALE_BITS))  # fmt: skip
         ops.append(MatmulOp("aux", gemm.M, n_out, gemm.N, "int8", 8, w_bits, 16,
-                            epilogue_ops_per_output=scale_ops, count=gemm.count))  # fmt: skip
+                            epilogue_ops_per_output=scale_ops, count=gemm.count,
+                            b_scale_bits_per_col=PER_CHANNEL_SCALE_BITS))  # fmt: skip
     notes = (f"outlier channels n_out={n_out} ({source})",)
     return Plan("muxq", gemm, tuple(ops), notes, {**knobs, "outlier_channels": n_out})

@@ -35,7 +35,11 @@ class MatmulOp:
 
     Attributes:
         precision: the rate-table key the unit runs at (``fp16``, ``int8``, ``fp4``...).
-        a_bits, b_bits: stored bits per element of A and B, scales included.
+        a_bits, b_bits: stored bits per element of A and B (block scales of MX formats
+            included; per-row/per-column scales are not: see below).
+        a_scale_bits_per_row, b_scale_bits_per_col: metadata streams: bits of scale per row of
+            A (per-token) and per column of B (per-channel). They travel as their own small
+            stream with the output tile's first K step, not inside the operand tiles.
         c_bits: bits per element of the result written out (accumulators stay on chip).
         accumulator_bits: bits per element of the on-chip accumulator (capacity only).
         epilogue_ops_per_output: vector-unit element operations per output element done as
@@ -53,6 +57,8 @@ class MatmulOp:
     accumulator_bits: int = 32
     epilogue_ops_per_output: float = 0.0
     count: int = 1
+    a_scale_bits_per_row: float = 0.0
+    b_scale_bits_per_col: float = 0.0
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:

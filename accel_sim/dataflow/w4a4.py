@@ -6,14 +6,14 @@ prefixed tokens only lengthen attention's K/V (``workload/models.py``), not the 
 
 from __future__ import annotations
 
-from accel_sim.dataflow.common import scale_bits_per_element
+from accel_sim.dataflow.common import PER_CHANNEL_SCALE_BITS
 from accel_sim.dataflow.plan import MatmulOp, Plan
 from accel_sim.dataflow.registry import register
 
 
 @register("w4a4_static", {}, "INT4 per-channel weights, per-tensor static INT4 activations")
 def build(gemm, arch, stats, knobs) -> Plan:
-    op = MatmulOp("matmul", gemm.M, gemm.K, gemm.N, "int4", 4,
-                  4 + scale_bits_per_element(gemm.K), 16, epilogue_ops_per_output=2.0,
-                  count=gemm.count)  # fmt: skip
+    op = MatmulOp("matmul", gemm.M, gemm.K, gemm.N, "int4", 4, 4, 16,
+                  epilogue_ops_per_output=2.0, count=gemm.count,
+                  b_scale_bits_per_col=PER_CHANNEL_SCALE_BITS)  # fmt: skip
     return Plan("w4a4_static", gemm, (op,), (), dict(knobs))

@@ -12,7 +12,7 @@ W is INT8 (or FP8 with ``format: fp8``) offline, with an FP32 scale per output c
 
 from __future__ import annotations
 
-from accel_sim.dataflow.common import absmax_pass, quantize_pass, scale_bits_per_element
+from accel_sim.dataflow.common import PER_CHANNEL_SCALE_BITS, absmax_pass, quantize_pass
 from accel_sim.dataflow.plan import MatmulOp, Plan
 from accel_sim.dataflow.registry import register
 
@@ -32,7 +32,8 @@ def _matmul(gemm, knobs) -> MatmulOp:
         gemm.N,
         fmt,
         a_bits=8,
-        b_bits=8 + scale_bits_per_element(gemm.K),
+        b_bits=8,
+        b_scale_bits_per_col=PER_CHANNEL_SCALE_BITS,
         c_bits=16,
         epilogue_ops_per_output=2.0,
         count=gemm.count,

@@ -2,15 +2,19 @@
 
 Processes (one per pipeline stage, all holding their state in attributes):
 
-* a **mover** per hop of A and B (DRAM→…→L0): takes a free slot in the destination level
-  (``buffers`` slots = double buffering), holds the port of the hop's outer level (see
-  :func:`~accel_sim.engine.program.port_of`) for ``ceil(bytes / min(read, write bandwidth))``
-  cycles, frees the slot it read from, and hands the tile on, usable ``latency_cycles`` of the
-  source later;
-* the **compute** process: waits for the step's A and B tiles and, when a new output tile starts,
-  a free accumulator slot; is busy for the step's exact cycles (``tiling.py``);
+* a **mover** per hop of A and B (DRAM→…→L0): walks the steps in order; when a step opens a
+  footprint window of its destination level (``program.py``) it takes one of that level's
+  ``buffers`` slots; when the step's tile crosses, it holds the hop's ports
+  (:meth:`~accel_sim.engine.memory.MemorySystem.hop_ports`) for the transfer time; when the step
+  closes the source level's window it frees that slot; and it hands a token on to the next hop,
+  whose data is usable ``latency_cycles`` of the source after the transfer ends;
+* the **compute** process: waits for the step's A and B tokens and, when a new output tile starts,
+  a free accumulator slot; is busy for the step's time (``Program.class_of``); frees the innermost
+  A/B slots when their windows close;
 * an optional **epilogue** on the vector unit (dequantize) and a **mover** per hop of C back out.
 
+Token queues between stages hold at most ``QUEUE_DEPTH`` steps (a DMA engine's command queue):
+a mover runs at most that far ahead of its consumer.
 Ports are shared ``simpy.Resource`` objects, so A, B and C traffic contend for bandwidth. Compute
 time not spent busy is a stall, attributed when it starts to the outermost hop the awaited data has
 not crossed yet (``load:HBM->L2``), to output back-pressure (``store:...``), or to the final
@@ -31,7 +35,11 @@ from dataclasses import dataclass, field
 
 import simpy
 
-from accel_sim.engine.program import Program, hop_bandwidth, port_of
+from accel_sim.engine import simpy_adapter
+from accel_sim.engine.program import Program
+
+#: Steps a stage may run ahead of its consumer (token queue depth; an assumption).
+QUEUE_DEPTH = 64
 
 
 @dataclass(frozen=True)
@@ -54,10 +62,14 @@ class _Proc:
         self.phase = "start"
         self.t_mark = 0  # absolute time of interest (wait start / data-ready time)
 
+    #: phases in which ``t_mark`` still matters to the future (a wait being measured)
+    timed_phases: frozenset[str] = frozenset({"latency"})
+
     def state(self, j: int, now: int) -> tuple:
         if self.phase == "get":  # idle until a token arrives; idx and t_mark come with it
             return (self.name, "get")
-        return (self.name, self.idx - j, self.phase, self.t_mark - now)
+        mark = self.t_mark - now if self.phase in self.timed_phases else None
+        return (self.name, self.idx - j, self.phase, mark)
 
     def shift(self, steps: int, cycles: int) -> None:
         self.idx += steps
@@ -68,17 +80,30 @@ class _Mover(_Proc):
     """Moves one operand's tiles across one hop."""
 
     def __init__(self, engine, link_index, upstream, up_slots, down_slots, out_store, last_index):
-        link = engine.program.links[link_index]
-        arch = engine.program.arch
-        super().__init__(engine, f"{link.operand}:{link.label(arch)}")
+        prog = engine.program
+        link = prog.links[link_index]
+        super().__init__(engine, f"{link.operand}:{link.label(prog.arch)}")
         self.j = link_index
-        self.src, self.dst = arch.memory[link.src], arch.memory[link.dst]
-        self.bandwidth = hop_bandwidth(engine.program, link_index)
-        self.ports = [port_of(engine.program, link_index)]
+        self.link = link
+        self.ports = prog.memory.hop_ports(link.src, link.dst)
+        self.latency = prog.memory.latency(link.src)
         self.upstream, self.up_slots, self.down_slots = upstream, up_slots, down_slots
         self.out_store, self.last_index = out_store, last_index
         self.is_output = link.operand == "C"
         self.process = self.env.process(self.run())
+
+    def _transfer(self, nbytes: int):
+        eng, env = self.engine, self.env
+        requests = []
+        for port in self.ports:  # one global order: no hop waits in a cycle
+            self.phase = f"port{port}"
+            req = eng.ports[port].request()
+            requests.append((port, req))
+            yield req
+        self.phase = "xfer"
+        yield env.timeout(eng.program.memory.transfer_cycles(self.link.src, self.link.dst, nbytes))
+        for port, req in requests:
+            eng.ports[port].release(req)
 
     def run(self):
         eng, env = self.engine, self.env
@@ -92,27 +117,20 @@ class _Mover(_Proc):
                     yield env.timeout(self.t_mark - env.now)
             elif self.idx > self.last_index:
                 return
-            if self.down_slots is not None:
+            step = eng.program.step_at(self.idx)
+            if self.down_slots is not None and (self.is_output or step.opens[self.j]):
                 self.phase = "slot"
                 yield self.down_slots.get(1)
-            nbytes = eng.program.step_at(self.idx).link_bytes[self.j]
-            ready = env.now
+            nbytes = step.link_bytes[self.j]
+            ready = 0
             if nbytes:
-                requests = []
-                for port in self.ports:
-                    self.phase = f"port{port}"
-                    req = eng.ports[port].request()
-                    requests.append((port, req))
-                    yield req
-                self.phase = "xfer"
-                yield env.timeout(math.ceil(nbytes / self.bandwidth))
-                for port, req in requests:
-                    eng.ports[port].release(req)
-                ready = env.now + self.src.latency_cycles
-            if self.up_slots is not None:
+                yield from self._transfer(nbytes)
+                ready = env.now + self.latency
+            if self.up_slots is not None and (self.is_output or step.closes_src[self.j]):
                 self.up_slots.put(1)
             if self.out_store is not None:
-                self.out_store.put((self.idx, ready))
+                self.phase = "put"
+                yield self.out_store.put((self.idx, ready))
             done = self.idx >= self.last_index
             self.idx += 1
             self.t_mark = env.now
@@ -129,8 +147,8 @@ class _Compute(_Proc):
         self.cause = ""
         self.process = self.env.process(self.run())
 
-    def state(self, j, now):
-        return (*super().state(j, now), self.cause)
+    def state(self, j, now):  # compute measures every wait from t_mark (stall accounting)
+        return (self.name, self.idx - j, self.phase, self.t_mark - now, self.cause)
 
     def run(self):
         eng, env, prog = self.engine, self.env, self.engine.program
@@ -154,10 +172,12 @@ class _Compute(_Proc):
                 eng.stalls[key] = eng.stalls.get(key, 0) + env.now - self.t_mark
             self.phase = "busy"
             yield env.timeout(step.compute_cycles)
-            for slots in self.input_slots:
-                slots.put(1)
+            for slots, closes in zip(self.input_slots, step.closes_l0):
+                if closes:
+                    slots.put(1)
             if step.closes_accumulator:
-                self.out_store.put((self.idx, env.now))
+                self.phase = "put"
+                yield self.out_store.put((self.idx, env.now))
             self.idx += 1
             self.t_mark = env.now
             eng.after_step(self.idx)
@@ -182,7 +202,8 @@ class _Epilogue(_Proc):
             step = prog.step_at(self.idx)
             self.phase = "busy"
             yield env.timeout(math.ceil(step.outputs * self.ops / self.lanes))
-            self.out_store.put((self.idx, env.now))
+            self.phase = "put"
+            yield self.out_store.put((self.idx, env.now))
             done = self.idx >= self.last_index
             self.idx += 1
             if done:
@@ -204,7 +225,7 @@ class _Engine:
         self._build()
 
     def _store(self) -> simpy.Store:
-        self.stores.append(simpy.Store(self.env))
+        self.stores.append(simpy.Store(self.env, capacity=QUEUE_DEPTH))
         return self.stores[-1]
 
     def _slots(self, level_index: int) -> simpy.Container:
@@ -214,10 +235,8 @@ class _Engine:
 
     def _build(self) -> None:
         prog, last = self.program, self.program.n_steps - 1
-        for i, level in enumerate(prog.arch.memory):
-            read = simpy.Resource(self.env, capacity=1)
-            self.ports[(i, "r")] = read
-            self.ports[(i, "w")] = read if level.shared_port else simpy.Resource(self.env, 1)
+        for port in prog.memory.all_ports:
+            self.ports[port] = simpy.Resource(self.env, capacity=1)
         inputs, input_slots, self.chains = [], [], {}
         for operand in "AB":
             links = [j for j, ln in enumerate(prog.links) if ln.operand == operand]
@@ -280,14 +299,18 @@ class _Engine:
 
     def _signature(self, j: int) -> tuple:
         env, now = self.env, self.env.now
-        queue = tuple((t - now, prio, self._owner(ev)) for t, prio, _, ev in sorted(env._queue))
+        queue = tuple((t - now, prio, self._owner(ev)) for t, prio, ev in
+                      simpy_adapter.pending(env))  # fmt: skip
         stores = tuple(
-            (tuple((i - j, r - now) for i, r in s.items), len(s.get_queue)) for s in self.stores
+            (tuple((i - j, max(r - now, 0)) for i, r in s.items), len(s.get_queue),
+             tuple((ev.item[0] - j, max(ev.item[1] - now, 0)) for ev in s.put_queue))
+            for s in self.stores
         )
         slots = tuple((c.level, len(c.get_queue)) for c in self.containers)
         ports = tuple(
-            (len(r.users), tuple(self.proc_names.get(id(q.proc), "?") for q in r.queue))
-            for r in {id(r): r for r in self.ports.values()}.values()
+            (tuple(self.proc_names.get(id(u.proc), "?") for u in r.users),
+             tuple(self.proc_names.get(id(q.proc), "?") for q in r.queue))
+            for r in self.ports.values()
         )
         return (tuple(p.state(j, now) for p in self.procs), queue, stores, slots, ports)
 
@@ -313,12 +336,14 @@ class _Engine:
         if repeats < 1:
             return
         steps, cycles = repeats * period, repeats * dt
-        self.env._now += cycles
-        self.env._queue = [(t + cycles, p, e, ev) for t, p, e, ev in self.env._queue]
+        simpy_adapter.advance(self.env, cycles)
         for proc in self.procs:
             proc.shift(steps, cycles)
         for store in self.stores:
-            store.items = [(i + steps, r + cycles) for i, r in store.items]
+            store.items = [(i + steps, r + cycles if r else 0) for i, r in store.items]
+            for ev in store.put_queue:
+                i, r = ev.item
+                ev.item = (i + steps, r + cycles if r else 0)
         for key, value in self.stalls.items():
             self.stalls[key] = value + repeats * (value - stalls0.get(key, 0))
         self.collapsed += steps

@@ -24,6 +24,8 @@ from accel_sim.arch.schema import Arch
 from accel_sim.dataflow.plan import ComparatorOp, MatmulOp, Plan, TransferOp, VectorOp
 from accel_sim.engine.counts import ActionCounts, matmul_counts
 from accel_sim.engine.des import simulate_program
+from accel_sim.engine.mapper import map_matmul
+from accel_sim.engine.memory import MemorySystem
 from accel_sim.engine.program import Program
 from accel_sim.engine.twin import twin_cycles
 from accel_sim.errors import UserInputError
@@ -58,7 +60,7 @@ def _matmul(arch: Arch, op: MatmulOp, engine: str, collapse: bool) -> OpResult:
     key = (arch.fingerprint, replace(op, name=""), engine, collapse)
     hit = _CACHE.get(key)
     if hit is None:
-        program = Program(arch, replace(op, name=""))
+        program = Program(arch, replace(op, name=""), map_matmul(arch, op))
         if engine == "twin":
             cycles, compute, stalls = twin_cycles(program), program.compute_cycles, Counter()
             if cycles > compute:
@@ -87,12 +89,11 @@ def _times(result: OpResult, name: str, count: int) -> OpResult:
 
 def _vector(arch: Arch, op: VectorOp) -> OpResult:
     lanes = arch.vector.bytes_per_cycle // 2
-    level = arch.memory[1] if op.read_bytes + op.write_bytes <= arch.memory[1].capacity_bytes \
-        else arch.memory[0]  # fmt: skip
-    bandwidth = min(level.read_bytes_per_cycle, level.write_bytes_per_cycle)
+    level = 1 if op.read_bytes + op.write_bytes <= arch.memory[1].capacity_bytes else 0
     work = math.ceil(op.elements * op.ops_per_element / lanes)
-    traffic = math.ceil((op.read_bytes + op.write_bytes) / bandwidth)
+    traffic = MemorySystem(arch).access_cycles(level, op.read_bytes, op.write_bytes)
     cycles = arch.vector.startup_cycles + max(work, traffic)
+    level = arch.memory[level]
     counts = ActionCounts(vector_ops=op.elements * op.ops_per_element)
     counts.bytes_read[level.name] += op.read_bytes
     counts.bytes_written[level.name] += op.write_bytes
@@ -112,8 +113,9 @@ def _comparator(arch: Arch, op: ComparatorOp) -> OpResult:
 
 
 def _transfer(arch: Arch, op: TransferOp) -> OpResult:
-    level = arch.memory[1] if op.resident else arch.dram
-    cycles = level.latency_cycles + math.ceil(op.read_bytes / level.read_bytes_per_cycle)
+    index = 1 if op.resident else 0
+    cycles = MemorySystem(arch).stream_cycles(index, op.read_bytes, 0)
+    level = arch.memory[index]
     counts = ActionCounts()
     counts.bytes_read[level.name] += op.read_bytes
     if not op.resident:

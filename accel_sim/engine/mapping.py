@@ -1,0 +1,104 @@
+"""A mapping: how one matmul runs on the hardware — the unit's step tile, the loop nest over
+steps, and how much of each operand every memory level keeps.
+
+Loop nest (outermost first)::
+
+    for b  in instances:          # the op's ``count`` independent matrices (heads, experts)
+      for X1 in blocks of X:        # X, Y = m, n or n, m: the outer order
+        for Y1 in blocks of Y:
+          for X0 in step tiles of X within the block:   # inner order, chosen independently
+            for Y0 in step tiles of Y within the block:
+              for k in step tiles of K:                   # innermost: partial sums stay put
+                step: C[tm×tn] += A[tm×tk] · B[tk×tn]
+
+A block is a whole number of step tiles that divides the dimension's tile count, so the nest is
+regular (every loop has a fixed trip count) and only the very last tile of a dimension is short.
+
+**What a level keeps** is a *position* ``p`` in the nest: the level holds the part of the operand
+that the loops at positions ≥ p touch (its *footprint*), for as long as the loops outside ``p``
+that index the operand stay put (a *window*). Within a window each tile crosses into the level
+once, on first touch; a new window needs a free footprint slot (``buffers`` of them: double
+buffering prefetches the next window while the current one is consumed). ``p = len(loops)``
+keeps one step tile (plain streaming, stationary reuse only). This is the Timeloop/ZigZag notion
+of a temporal loop boundary per memory level, restricted to one boundary per (operand, level).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from accel_sim.arch.units.base import StepTile
+
+#: Dimensions of each operand; "b" (instance) indexes every operand.
+OPERAND_DIMS = {"A": ("m", "k"), "B": ("k", "n"), "C": ("m", "n")}
+
+
+@dataclass(frozen=True)
+class Loop:
+    """One loop of the nest: the dimension it walks and its trip count."""
+
+    dim: str  # "b", "m", "n" or "k"
+    count: int
+
+    def indexes(self, operand: str) -> bool:
+        return self.dim == "b" or self.dim in OPERAND_DIMS[operand]
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """Step tile, loop nest and per-level keep positions of one matmul.
+
+    Attributes:
+        tile: elements per step in m, k, n.
+        loops: the nest, outermost first (``b, X1, Y1, X0, Y0, k``).
+        keep: ``((operand, level index), position)`` pairs; a level not listed keeps one tile.
+    """
+
+    tile: StepTile
+    loops: tuple[Loop, ...]
+    keep: tuple[tuple[tuple[str, int], int], ...] = ()
+
+    def position(self, operand: str, level: int) -> int:
+        for key, p in self.keep:
+            if key == (operand, level):
+                return p
+        return len(self.loops)
+
+    def window_loop(self, operand: str, p: int) -> int:
+        """The innermost loop outside position ``p`` that indexes ``operand`` and iterates
+        (count > 1): a new value of it starts a new window. -1 if there is none."""
+        for i in range(min(p, len(self.loops)) - 1, -1, -1):
+            loop = self.loops[i]
+            if loop.count > 1 and loop.indexes(operand):
+                return i
+        return -1
+
+    def footprint(self, operand: str, p: int, size: dict[str, int]) -> tuple[int, int]:
+        """(rows, cols) in elements of ``operand``'s footprint at position ``p``."""
+        tile = {"m": self.tile.tm, "k": self.tile.tk, "n": self.tile.tn}
+        ext = dict(tile)
+        for loop in self.loops[p:]:
+            if loop.dim in ext:
+                ext[loop.dim] *= loop.count
+        d0, d1 = OPERAND_DIMS[operand]
+        return min(ext[d0], size[d0]), min(ext[d1], size[d1])
+
+    def describe_loops(self) -> list[str]:
+        names = []
+        seen: dict[str, int] = {}
+        for loop in self.loops:
+            level = seen.get(loop.dim, 0)
+            seen[loop.dim] = level + 1
+            names.append(loop.dim if loop.dim == "b" else f"{loop.dim}{level}")
+        return names
+
+
+def nest(tile: StepTile, count: int, n_tiles: dict[str, int], outer: str, inner: str,
+         block: dict[str, int]) -> tuple[Loop, ...]:  # fmt: skip
+    """The loop nest for ``outer``/``inner`` orders ("mn" or "nm") and blocks of ``block[d]``
+    step tiles (which must divide ``n_tiles[d]``)."""
+    loops = [Loop("b", count)]
+    loops += [Loop(d, n_tiles[d] // block[d]) for d in outer]
+    loops += [Loop(d, block[d]) for d in inner]
+    loops.append(Loop("k", n_tiles["k"]))
+    return tuple(loops)

@@ -1,0 +1,85 @@
+"""The memory system: every level's ports, transfer times and latencies, defined once.
+
+The DES (``des.py``), the closed-form model (``twin.py``), the step program (``program.py``) and
+the costs of vector and transfer operations (``run.py``) all time data movement through
+:class:`MemorySystem`; nothing else divides bytes by a bandwidth.
+
+* A **hop** moves a tile from level ``src`` to level ``dst``. It holds the read port of ``src``
+  and the write port of ``dst`` for ``ceil(bytes / bandwidth)`` cycles, where the bandwidth is the
+  slower of the two (a ``shared_port`` level has one port for reads and writes). The data is
+  usable ``src.latency_cycles`` after the transfer ends, so consecutive transfers overlap their
+  latency (the port is free again as soon as the bytes have left).
+* **DRAM** (the level of ``kind: dram``) keeps at most ``max_inflight_bytes`` of requests in
+  flight. By Little's law a stream then runs at ``min(bandwidth, in_flight / latency)``; with
+  ``in_flight ≥ latency × bandwidth`` the latency is fully hidden. The architecture's
+  ``efficiency["dram"]`` (GPU proxies' calibration) scales DRAM bandwidth.
+* **Streams** (vector and transfer operations) read and write one level through its ports.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cached_property
+
+from accel_sim.arch.schema import Arch, MemoryLevel
+
+#: A port: (level index, "r" | "w" | "rw"); a shared-port level has the single port "rw".
+PortKey = tuple[int, str]
+
+
+class MemorySystem:
+    """Timing of the levels of ``arch.memory`` (indices are positions in that list)."""
+
+    def __init__(self, arch: Arch) -> None:
+        self.arch = arch
+        self.levels: tuple[MemoryLevel, ...] = tuple(arch.memory)
+        self.index = {level.name: i for i, level in enumerate(self.levels)}
+
+    # ----------------------------------------------------------------- ports
+    def port(self, level: int, kind: str) -> PortKey:
+        """The port of ``level`` used for ``kind`` ("r" or "w")."""
+        return (level, "rw") if self.levels[level].shared_port else (level, kind)
+
+    def hop_ports(self, src: int, dst: int) -> tuple[PortKey, ...]:
+        """Ports a hop holds, in the one global order every holder acquires them (no deadlock)."""
+        ports = {self.port(src, "r"), self.port(dst, "w")}
+        return tuple(sorted(ports))
+
+    @cached_property
+    def all_ports(self) -> tuple[PortKey, ...]:
+        return tuple(sorted({self.port(i, k) for i in range(len(self.levels)) for k in "rw"}))
+
+    # ------------------------------------------------------------- bandwidth
+    def _level_rate(self, level: int, kind: str) -> float:
+        mem = self.levels[level]
+        rate = mem.read_bytes_per_cycle if kind == "r" or mem.shared_port else (
+            mem.write_bytes_per_cycle)  # fmt: skip
+        if level == 0:  # the DRAM (schema: only the outermost level may be dram)
+            rate *= self.arch.efficiency.get("dram", 1.0)
+            if mem.max_inflight_bytes is not None and mem.latency_cycles > 0:
+                rate = min(rate, mem.max_inflight_bytes / mem.latency_cycles)  # Little's law
+        return rate
+
+    def hop_bandwidth(self, src: int, dst: int) -> float:
+        """Bytes per cycle of a hop: the slower of the source's read and destination's write."""
+        return min(self._level_rate(src, "r"), self._level_rate(dst, "w"))
+
+    def transfer_cycles(self, src: int, dst: int, nbytes: int) -> int:
+        """Cycles a hop of ``nbytes`` holds its ports (0 bytes take no time)."""
+        return math.ceil(nbytes / self.hop_bandwidth(src, dst)) if nbytes > 0 else 0
+
+    def latency(self, src: int) -> int:
+        """Cycles from the end of a transfer out of ``src`` until the data is usable."""
+        return self.levels[src].latency_cycles
+
+    def access_cycles(self, level: int, read_bytes: int, write_bytes: int) -> int:
+        """Cycles the ports of ``level`` are busy for these reads and writes (both directions
+        share the port of a ``shared_port`` level; otherwise they proceed in parallel)."""
+        reads = read_bytes / self._level_rate(level, "r") if read_bytes > 0 else 0.0
+        writes = write_bytes / self._level_rate(level, "w") if write_bytes > 0 else 0.0
+        busy = reads + writes if self.levels[level].shared_port else max(reads, writes)
+        return math.ceil(busy)
+
+    def stream_cycles(self, level: int, read_bytes: int, write_bytes: int) -> int:
+        """A streaming pass over ``level``: its first access latency plus its port time."""
+        return self.latency(level) + self.access_cycles(level, read_bytes, write_bytes)
