@@ -131,7 +131,10 @@ def _systolic_rows_abc(data):
         (_set("memory.1.capacity_bytes", -5), ("memory.1.capacity_bytes", "-5")),
         (_systolic_rows_abc, ("compute.rows", "abc")),
         (lambda d: d.pop("clock_hz"), ("clock_hz",)),
-        (_set("energy.mac_fp16.unit", "fJ/MAC"), ("energy.mac_fp16.unit", "fJ/MAC")),
+        (
+            _set("energy.compute.mac_fp16.unit", "fJ/MAC"),
+            ("energy.compute.mac_fp16.unit", "fJ/MAC"),
+        ),
         (_set("clock_hz", float("nan")), ("clock_hz",)),
         (_set("clock_hz", float("inf")), ("clock_hz",)),
         (_set("memory.1.read_bytes_per_cycle", float("inf")), ("memory.1.read_bytes_per_cycle",)),

@@ -72,26 +72,28 @@ def test_convert_user_cfg_validates(tmp_path: Path) -> None:
     assert ifmap.capacity_bytes == 64 * 1024 * 2
     assert filt.capacity_bytes == 128 * 1024 * 2 and ofmap.capacity_bytes == 32 * 1024 * 2
     assert arch.vector.bytes_per_cycle == 64
-    for key in (
-        "mac_fp16",
-        "mac_fp8",
-        "mac_fp4",
-        "mac_int16",
-        "mac_int8",
-        "mac_int4",
-        "vector_op",
-        "DRAM_read",
-        "DRAM_write",
-        "IFMAP_SRAM_read",
-        "FILTER_SRAM_write",
-        "OFMAP_SRAM_read",
-        "leakage",
+    for component, action in (
+        ("compute", "mac_fp16"),
+        ("compute", "mac_fp8"),
+        ("compute", "mac_fp4"),
+        ("compute", "mac_int16"),
+        ("compute", "mac_int8"),
+        ("compute", "mac_int4"),
+        ("vector", "op"),
+        ("DRAM", "read"),
+        ("DRAM", "write"),
+        ("IFMAP_SRAM", "read"),
+        ("FILTER_SRAM", "write"),
+        ("OFMAP_SRAM", "read"),
+        ("chip", "leakage"),
     ):
-        assert key in arch.energy, key
-    assert arch.energy["mac_fp16"].unit == "pJ/MAC"
-    assert arch.energy["leakage"].unit == "mW"
+        assert action in arch.energy[component], (component, action)
+    assert arch.energy["compute"]["mac_fp16"].unit == "pJ/MAC"
+    assert arch.energy["chip"]["leakage"].unit == "mW"
+    assert arch.node_nm == 45 and not arch.unused_energy_entries
+    assert arch.energy["DRAM"]["read"].scaling == "none"
     # bigger SRAM costs more per byte
-    assert arch.energy["FILTER_SRAM_read"].value > arch.energy["OFMAP_SRAM_read"].value
+    assert arch.energy["FILTER_SRAM"]["read"].value > arch.energy["OFMAP_SRAM"]["read"].value
 
 
 def test_convert_calc_cfg_is_unlimited(tmp_path: Path) -> None:
