@@ -228,8 +228,8 @@ class _Engine:
         self.stores.append(simpy.Store(self.env, capacity=QUEUE_DEPTH))
         return self.stores[-1]
 
-    def _slots(self, level_index: int) -> simpy.Container:
-        n = self.program.arch.memory[level_index].buffers
+    def _slots(self, level_index: int, operand: str = "C") -> simpy.Container:
+        n = self.program.buffers(operand, level_index)
         self.containers.append(simpy.Container(self.env, capacity=n, init=n))
         return self.containers[-1]
 
@@ -243,7 +243,7 @@ class _Engine:
             upstream = up_slots = None
             chain = []
             for j in links:
-                down_slots, out = self._slots(prog.links[j].dst), self._store()
+                down_slots, out = self._slots(prog.links[j].dst, operand), self._store()
                 chain.append(_Mover(self, j, upstream, up_slots, down_slots, out, last))
                 upstream, up_slots = out, down_slots
             self.chains[operand] = chain

@@ -25,6 +25,7 @@ from accel_sim.arch.units.base import StepTile
 from accel_sim.dataflow.plan import MatmulOp
 from accel_sim.engine.mapping import OPERAND_DIMS, Loop, Mapping, nest
 from accel_sim.engine.memory import MemorySystem
+from accel_sim.engine.program import step_busy_cycles
 from accel_sim.errors import UserInputError
 
 
@@ -81,16 +82,20 @@ class _Space:
         lv = self.arch.memory[level]
         return lv.buffers * self.tile_bytes("C", tile, level == self.inner["C"])
 
-    def fits_innermost(self, tile: StepTile) -> bool:
-        """Every on-chip level can hold double-buffered step tiles of what it stages."""
+    def shortfall(self, tile: StepTile) -> tuple[str, int, int] | None:
+        """The first on-chip level that cannot hold double-buffered step tiles of what it
+        stages, as (name, bytes needed, capacity); None when every level can."""
         for i, level in enumerate(self.arch.memory[1:], start=1):
             need = self.c_staging(i, tile)
             for x in "AB":
                 if i in self.path[x][1:]:
                     need += level.buffers * self.tile_bytes(x, tile, False)
             if need > level.capacity_bytes:
-                return False
-        return True
+                return level.name, need, level.capacity_bytes
+        return None
+
+    def fits_innermost(self, tile: StepTile) -> bool:
+        return self.shortfall(tile) is None
 
 
 def _crossing_bytes(space: _Space, mapping: Mapping, operand: str, p: int) -> int:
@@ -107,10 +112,24 @@ def _crossing_bytes(space: _Space, mapping: Mapping, operand: str, p: int) -> in
     return total * sweeps
 
 
+def _single_step(mapping: Mapping, operand: str, p: int) -> bool:
+    """True when a level keeping ``operand`` at ``p`` opens a new window every step."""
+    r = mapping.window_loop(operand, p)
+    return r >= 0 and all(lp.count == 1 for lp in mapping.loops[r + 1:])
+
+
+def _tile_time(space: _Space, mapping: Mapping, operand: str, src: int, dst: int) -> int:
+    """Cycles a single-step window's slot is held per step: the tile's transfer in, the source
+    latency, and its way on (Little's law, as in the twin)."""
+    tile = space.tile_bytes(operand, mapping.tile, False)
+    return space.memory.transfer_cycles(src, dst, tile) + space.memory.latency(src)
+
+
 def _choose_keep(space: _Space, loops: tuple[Loop, ...], tile: StepTile) -> Mapping | None:
     """Keep positions per on-chip level, outermost first (see the module docstring)."""
     mapping = Mapping(tile, loops)
     L = len(loops)
+    steps = math.prod(lp.count for lp in loops)
     keep: dict[tuple[str, int], int] = {}
     floor = {"A": 1, "B": 1}
     for level in range(1, len(space.arch.memory)):
@@ -122,33 +141,40 @@ def _choose_keep(space: _Space, loops: tuple[Loop, ...], tile: StepTile) -> Mapp
         for x in "AB":  # operands kept one tile deep here still need their slots
             if level in space.path[x][1:] and x not in operands:
                 budget -= lv.buffers * space.tile_bytes(x, tile, False)
+        parent = {x: space.path[x][space.path[x].index(level) - 1] for x in operands}
         options = {}
         for x in operands:
+            bandwidth = space.memory.hop_bandwidth(parent[x], level)
+            slot = math.ceil(_tile_time(space, mapping, x, parent[x], level) * steps / lv.buffers)
             seen = {}
             for p in range(L, floor[x] - 1, -1):  # innermost first: smaller footprints first
                 rows, cols = mapping.footprint(x, p, space.size)
-                foot = lv.buffers * _bytes(rows, cols, space.bits[x])
-                key = (mapping.window_loop(x, p), foot)
-                if key not in seen:
-                    seen[key] = (p, foot, _crossing_bytes(space, mapping, x, p))
-            options[x] = list(seen.values())
+                one = _bytes(rows, cols, space.bits[x])
+                key = (mapping.window_loop(x, p), one)
+                if key in seen:
+                    continue
+                time = _crossing_bytes(space, mapping, x, p) / bandwidth
+                if _single_step(mapping, x, p):
+                    seen[key] = [(p, lv.buffers, lv.buffers * one, max(time, slot))]
+                    continue
+                # a long window may also be kept single-buffered: it fits where two would not,
+                # at the price of not prefetching the next window (the DES shows that stall)
+                seen[key] = [(p, b, b * one, time) for b in sorted({1, lv.buffers})]
+            options[x] = [o for group in seen.values() for o in group]
         best = None
-        parent = {x: space.path[x][space.path[x].index(level) - 1] for x in operands}
         for choice in _product(options, operands):
-            need = sum(c[1] for c in choice)
+            need = sum(c[2] for c in choice)
             if need > budget:
                 continue
-            cost = sum(c[2] / space.memory.hop_bandwidth(parent[x], level)
-                       for x, c in zip(operands, choice))  # fmt: skip
-            key = (cost, need)
+            key = (sum(c[3] for c in choice), -min(c[1] for c in choice), need)
             if best is None or key < best[0]:
                 best = (key, choice)
         if best is None:
             return None
         for x, c in zip(operands, best[1]):
-            keep[(x, level)] = c[0]
+            keep[(x, level)] = (c[0], c[1])
             floor[x] = c[0]
-    return Mapping(tile, loops, tuple(sorted(keep.items())))
+    return Mapping(tile, loops, tuple(sorted((k, p, b) for k, (p, b) in keep.items())))
 
 
 def _product(options: dict, operands: list[str]):
@@ -157,45 +183,77 @@ def _product(options: dict, operands: list[str]):
     return [(a, b) for a in options[operands[0]] for b in options[operands[1]]]
 
 
+def quick_estimate(space: _Space, mapping: Mapping) -> tuple[float, int, int]:
+    """A fast closed-form bound used to rank candidates before the twin: (cycles, DRAM bytes,
+    steps).
+
+    The slowest of the unit (every step at its exact time), every port (bytes crossing each link
+    from :func:`_crossing_bytes`) and every single-step window's slots, plus the first tiles' path
+    to the unit."""
+    op, mem, tile = space.op, space.memory, mapping.tile
+    n = {d: math.ceil(space.size[d] / getattr(tile, f"t{d}")) for d in "mkn"}
+    edge = {d: space.size[d] - (n[d] - 1) * getattr(tile, f"t{d}") for d in "mkn"}
+    compute = 0
+    for em in {(tile.tm, n["m"] - 1), (edge["m"], 1)}:
+        for ek in {(tile.tk, n["k"] - 1), (edge["k"], 1)}:
+            for en in {(tile.tn, n["n"] - 1), (edge["n"], 1)}:
+                if em[1] and ek[1] and en[1]:
+                    c = step_busy_cycles(space.arch, mem, op, tile, space.rate, space.inner,
+                                         em[0], ek[0], en[0])  # fmt: skip
+                    compute += c * em[1] * ek[1] * en[1]
+    compute *= op.count
+    steps = math.prod(lp.count for lp in mapping.loops)
+    busy: dict = {}
+    slots = 0.0
+    fill = 0
+    dram = 0
+    for x in "ABC":
+        path = space.path[x]
+        hops = list(zip(path, path[1:])) if x != "C" else [(d, s) for s, d in
+                                                           reversed(list(zip(path, path[1:])))]
+        first_path = 0
+        for src, dst in hops:
+            if x == "C":
+                nbytes = _bytes(op.M, op.N, op.c_bits) * op.count
+            else:
+                nbytes = _crossing_bytes(space, mapping, x, mapping.position(x, dst))
+                first_path += (mem.transfer_cycles(src, dst, space.tile_bytes(x, tile, False))
+                               + mem.latency(src))  # fmt: skip
+                if _single_step(mapping, x, mapping.position(x, dst)):
+                    held = _tile_time(space, mapping, x, src, dst)
+                    slots = max(slots, held * steps / space.arch.memory[dst].buffers)
+            if 0 in (src, dst):
+                dram += nbytes
+            for port in mem.hop_ports(src, dst):
+                busy[port] = busy.get(port, 0) + mem.transfer_cycles(src, dst, nbytes)
+        fill = max(fill, first_path)
+    body = max([compute, slots, *busy.values()])
+    return fill + body, dram, steps
+
+
 def estimate(arch: Arch, op: MatmulOp, mapping: Mapping) -> Estimate:
-    """Closed-form cycles of ``op`` under ``mapping``: the busiest resource (the unit, or a
-    port with every transfer it carries) plus the first step's fill and the last tile's drain."""
+    """The closed-form model of a mapping (the twin, ``twin.py``) with its byte totals and the
+    resource that binds (the one with the most busy cycles)."""
     from accel_sim.engine.program import Program
+    from accel_sim.engine.twin import twin_cycles  # noqa: F401 (imported late: twin imports us)
 
     prog = Program(arch, op, mapping)
     mem = prog.memory
     busy: dict = {}
     for link, nbytes in zip(prog.links, prog.link_bytes):
         for port in mem.hop_ports(link.src, link.dst):
-            busy[port] = busy.get(port, 0) + mem.transfer_cycles(link.src, link.dst, nbytes)
+            label = f"{arch.memory[port[0]].name}:{port[1]}"
+            busy[label] = busy.get(label, 0) + mem.transfer_cycles(link.src, link.dst, nbytes)
     compute = prog.compute_cycles
-    first, last = prog.step_at(0), prog.step_at(prog.n_steps - 1)
-    fill = 0
-    for operand in "AB":
-        chain = [j for j, ln in enumerate(prog.links) if ln.operand == operand]
-        fill = max(fill, sum(mem.transfer_cycles(prog.links[j].src, prog.links[j].dst,
-                                                 first.link_bytes[j])
-                             + mem.latency(prog.links[j].src) for j in chain))  # fmt: skip
-    drain = 0
-    if op.epilogue_ops_per_output:
-        lanes = arch.vector.bytes_per_cycle // 2
-        drain += math.ceil(last.outputs * op.epilogue_ops_per_output / lanes)
-    for j, link in enumerate(prog.links):
-        if link.operand == "C":
-            drain += mem.transfer_cycles(link.src, link.dst, last.link_bytes[j])
-    slowest = max(busy.items(), key=lambda kv: kv[1], default=(None, 0))
-    bound = "compute"
-    body = compute
-    if slowest[1] > compute:
-        level, kind = slowest[0]
-        bound, body = f"{arch.memory[level].name}:{kind}", slowest[1]
+    slowest = max(busy.items(), key=lambda kv: kv[1], default=("compute", 0))
+    bound = slowest[0] if slowest[1] > compute else "compute"
     dram = sum(b for ln, b in zip(prog.links, prog.link_bytes) if 0 in (ln.src, ln.dst))
-    return Estimate(fill + body + drain, compute, busy, prog.link_bytes, dram, bound)
+    return Estimate(twin_cycles(prog), compute, busy, prog.link_bytes, dram, bound)
 
 
-def candidates(arch: Arch, op: MatmulOp):
+def candidates(arch: Arch, op: MatmulOp, space: _Space | None = None):
     """Every mapping of the search space (a generator)."""
-    space = _Space(arch, op)
+    space = space or _Space(arch, op)
     tiles = [t for t in space.unit.step_tiles(op.M, op.K, op.N, space.rate)
              if space.fits_innermost(t)]  # fmt: skip
     for tile in tiles:
@@ -214,21 +272,33 @@ _CACHE: dict[tuple[str, MatmulOp], Mapping] = {}
 _CACHE_LIMIT = 20000
 
 
+#: How many of the best-ranked candidates (by :func:`quick_estimate`) the twin re-scores.
+RESCORE = 6
+
+
 def _best(arch: Arch, op: MatmulOp) -> Mapping:
-    best = None
-    for mapping in candidates(arch, op):
-        est = estimate(arch, op, mapping)
-        key = (est.cycles, est.dram_bytes, sum(est.link_bytes))
-        if best is None or key < best[0]:
-            best = (key, mapping)
-    if best is None:
-        unit = arch.compute
+    space = _Space(arch, op)
+    ranked = sorted(
+        ((quick_estimate(space, m), i, m) for i, m in enumerate(candidates(arch, op, space))),
+        key=lambda t: (t[0], t[1]),
+    )
+    if not ranked:
+        tiles = space.unit.step_tiles(op.M, op.K, op.N, space.rate)
+        smallest = min(tiles, key=lambda t: t.tm * t.tk + t.tk * t.tn + t.tm * t.tn)
+        name, need, capacity = space.shortfall(smallest) or ("?", 0, 0)
         raise UserInputError(
             arch.origin,
-            f"{op.name} ({op.M}x{op.K}x{op.N} {op.precision}): not even the smallest step tile "
-            f"of the {unit.kind} unit fits the buffers with their double buffering",
+            f"{op.M}x{op.K}x{op.N} {op.precision}: not even the smallest step tile of the "
+            f"{arch.compute.kind} unit ({smallest.tm}x{smallest.tk}x{smallest.tn}) fits: level "
+            f"{name} needs {need} B for its double-buffered tiles but has {capacity} B",
             "memory",
         )
+    best = None
+    for _, i, mapping in ranked[:RESCORE]:
+        est = estimate(arch, op, mapping)
+        key = (est.cycles, est.dram_bytes, math.prod(lp.count for lp in mapping.loops), i)
+        if best is None or key < best[0]:
+            best = (key, mapping)
     return best[1]
 
 

@@ -51,18 +51,26 @@ class Mapping:
     Attributes:
         tile: elements per step in m, k, n.
         loops: the nest, outermost first (``b, X1, Y1, X0, Y0, k``).
-        keep: ``((operand, level index), position)`` pairs; a level not listed keeps one tile.
+        keep: ``((operand, level index), position, buffers)``; a level not listed keeps one
+            tile with the level's own ``buffers``. ``buffers`` is the number of footprint slots
+            (1 = no prefetch of the next window, 2 = double buffering).
     """
 
     tile: StepTile
     loops: tuple[Loop, ...]
-    keep: tuple[tuple[tuple[str, int], int], ...] = ()
+    keep: tuple[tuple[tuple[str, int], int, int], ...] = ()
 
     def position(self, operand: str, level: int) -> int:
-        for key, p in self.keep:
+        for key, p, _ in self.keep:
             if key == (operand, level):
                 return p
         return len(self.loops)
+
+    def buffers(self, operand: str, level: int, default: int) -> int:
+        for key, _, n in self.keep:
+            if key == (operand, level):
+                return n
+        return default
 
     def window_loop(self, operand: str, p: int) -> int:
         """The innermost loop outside position ``p`` that indexes ``operand`` and iterates

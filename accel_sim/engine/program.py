@@ -87,10 +87,33 @@ def _classes_of(index: np.ndarray, count: int) -> np.ndarray:
     return np.where(index == count - 1, np.where(index == 0, ONLY, LAST), cls)
 
 
+def step_busy_cycles(arch: Arch, memory: MemorySystem, op: MatmulOp, tile, rate: int,
+                     inner: dict[str, int], m: int, k: int, n: int) -> int:  # fmt: skip
+    """Cycles the unit is busy on one step of extents ``m×k×n``: the unit's own step time
+    (divided by ``efficiency["matmul"]``), or longer when its innermost buffers cannot feed it.
+    A step reads its A and B tiles through the read ports of their innermost levels and
+    accumulates its output tile in place through the accumulator level's write port (a
+    read-modify-write inside the bank; the read port serves the drain)."""
+    unit = arch.compute.step_cycles(tile, rate, m, k, n)
+    eff = arch.efficiency.get("matmul", 1.0)
+    if eff != 1.0:
+        unit = math.ceil(unit / eff)
+    reads: dict[int, int] = {}
+    for operand, bits, rows, cols in (("A", op.a_bits, m, k), ("B", op.b_bits, k, n)):
+        reads[inner[operand]] = reads.get(inner[operand], 0) + _tile_bytes(rows, cols, bits)
+    ports = max(memory.access_cycles(level, nbytes, 0) for level, nbytes in reads.items())
+    acc = memory.access_cycles(inner["C"], 0, _tile_bytes(m, n, op.accumulator_bits))
+    return max(unit, ports, acc)
+
+
 class Program:
     """The step program of ``op`` on ``arch`` under ``mapping``."""
 
-    def __init__(self, arch: Arch, op: MatmulOp, mapping: Mapping) -> None:
+    def __init__(self, arch: Arch, op: MatmulOp, mapping: Mapping | None = None) -> None:
+        if mapping is None:  # the mapper's choice
+            from accel_sim.engine.mapper import map_matmul
+
+            mapping = map_matmul(arch, op)
         self.arch, self.op, self.mapping = arch, op, mapping
         self.memory = MemorySystem(arch)
         self.unit = arch.compute
@@ -119,6 +142,10 @@ class Program:
         path = [index[lv.name] for lv in self.arch.path("C")]
         links += [Link("C", d, s) for s, d in reversed(list(zip(path, path[1:])))]
         return tuple(links)
+
+    def buffers(self, operand: str, level: int) -> int:
+        """Footprint slots of ``operand`` in ``level`` (the mapping's choice, else the level's)."""
+        return self.mapping.buffers(operand, level, self.arch.memory[level].buffers)
 
     def operand_bits(self, operand: str) -> float:
         return {"A": self.op.a_bits, "B": self.op.b_bits, "C": self.op.c_bits}[operand]
@@ -205,27 +232,8 @@ class Program:
         )
 
     def _step_cycles(self, ext: dict[str, int], acc_open: bool) -> int:
-        """The unit's step time, or longer when its innermost buffers cannot feed it: the step
-        reads its A and B tiles and read-modify-writes its accumulators through those ports."""
-        op = self.op
-        unit = self.unit.step_cycles(self.mapping.tile, self.rate, ext["m"], ext["k"], ext["n"])
-        eff = self.arch.efficiency.get("matmul", 1.0)
-        if eff != 1.0:
-            unit = math.ceil(unit / eff)
-        reads: dict[int, int] = {}
-        writes: dict[int, int] = {}
-        for operand, bits in (("A", op.a_bits), ("B", op.b_bits)):
-            d0, d1 = OPERAND_DIMS[operand]
-            level = self.inner[operand]
-            reads[level] = reads.get(level, 0) + _tile_bytes(ext[d0], ext[d1], bits)
-        acc = _tile_bytes(ext["m"], ext["n"], op.accumulator_bits)
-        level = self.inner["C"]
-        writes[level] = writes.get(level, 0) + acc
-        if not acc_open:
-            reads[level] = reads.get(level, 0) + acc
-        ports = max(self.memory.access_cycles(lv, reads.get(lv, 0), writes.get(lv, 0))
-                    for lv in set(reads) | set(writes))  # fmt: skip
-        return max(unit, ports)
+        return step_busy_cycles(self.arch, self.memory, self.op, self.mapping.tile, self.rate,
+                                self.inner, ext["m"], ext["k"], ext["n"])  # fmt: skip
 
     def codes(self, lo: int, hi: int) -> np.ndarray:
         """Class codes of steps ``lo..hi-1`` (vectorised)."""

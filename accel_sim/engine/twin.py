@@ -24,14 +24,15 @@ from collections import defaultdict
 from accel_sim.engine.program import Program
 
 
-def step_period(program: Program, code: int) -> int:
-    """Cycles between consecutive steps of class ``code`` in steady state."""
+def step_busy(program: Program, code: int) -> dict[object, int]:
+    """Cycles a step of class ``code`` occupies each resource: the unit, every port, the vector
+    unit, and (Little's law) the slots of every level whose window is that single step."""
     step = program.class_of(code)
     mem = program.memory
     busy: dict[object, int] = defaultdict(int)
     busy["compute"] = step.compute_cycles
     hop = []
-    for j, (link, nbytes) in enumerate(zip(program.links, step.link_bytes)):
+    for link, nbytes in zip(program.links, step.link_bytes):
         cycles = mem.transfer_cycles(link.src, link.dst, nbytes)
         hop.append(cycles)
         for port in mem.hop_ports(link.src, link.dst):
@@ -44,12 +45,49 @@ def step_period(program: Program, code: int) -> int:
                 continue  # a window longer than one step: its slots amortise over the window
             held = hop[j] + mem.latency(program.links[j].src)
             held += hop[chain[k + 1]] if k + 1 < len(chain) else step.compute_cycles
-            level = program.arch.memory[program.links[j].dst]
-            busy[("slots", j)] = math.ceil(held / level.buffers)
+            busy[("slots", j)] = math.ceil(held / program.buffers(operand, program.links[j].dst))
     if program.op.epilogue_ops_per_output and step.outputs:
         lanes = program.arch.vector.bytes_per_cycle // 2
         busy["vector"] = math.ceil(step.outputs * program.op.epilogue_ops_per_output / lanes)
-    return max(busy.values())
+    return busy
+
+
+def step_period(program: Program, code: int) -> int:
+    """Cycles between consecutive steps of class ``code`` in a steady state of such steps."""
+    return max(step_busy(program, code).values())
+
+
+def _group_loop(program: Program) -> int:
+    """The innermost loop that iterates: one sweep of it is a *group* of steps."""
+    for i in range(len(program.count) - 1, -1, -1):
+        if program.count[i] > 1:
+            return i
+    return -1
+
+
+def body_cycles(program: Program) -> int:
+    """Σ over groups of the busiest resource's total within the group.
+
+    Within one sweep of the innermost iterating loop (e.g. the K steps of one output tile) the
+    token queues and double buffers let resources overlap freely, so the group takes as long as
+    its busiest resource; between groups nothing is carried over (a conservative cut)."""
+    g = _group_loop(program)
+    radix = program._radix[g] if g >= 0 else 1
+    groups: dict[int, tuple[int, dict]] = {}
+    for code, n in program.multiplicity.items():
+        digit = (code // radix) % 4 if g >= 0 else 0
+        outer = code - digit * radix
+        per_group = n if g < 0 else n // _digit_count(program.count[g], digit)
+        total, busy = groups.get(outer, (per_group, defaultdict(int)))
+        for resource, cycles in step_busy(program, code).items():
+            busy[resource] += cycles * (1 if g < 0 else _digit_count(program.count[g], digit))
+        groups[outer] = (total, busy)
+    return sum(n * max(busy.values()) for n, busy in groups.values())
+
+
+def _digit_count(count: int, digit: int) -> int:
+    """Steps of one sweep of a loop of ``count`` iterations whose index class is ``digit``."""
+    return {0: 1, 1: count - 2, 2: 1, 3: 1}[digit]
 
 
 def twin_cycles(program: Program) -> int:
@@ -75,7 +113,4 @@ def twin_cycles(program: Program) -> int:
         drain += mem.transfer_cycles(link.src, link.dst, last.link_bytes[j])
         if k < len(c_chain) - 1:
             drain += mem.latency(link.src)
-    # step 0 is fully on the critical path (fill + its compute); every later step adds its period
-    body = sum(n * step_period(program, code) for code, n in program.multiplicity.items())
-    body -= step_period(program, program.code(0))
-    return fill + first.compute_cycles + body + drain
+    return fill + body_cycles(program) + drain
