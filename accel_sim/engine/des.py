@@ -299,8 +299,15 @@ class _Engine:
 
     def _signature(self, j: int) -> tuple:
         env, now = self.env, self.env.now
-        queue = tuple((t - now, prio, self._owner(ev)) for t, prio, ev in
-                      simpy_adapter.pending(env))  # fmt: skip
+        def token(ev):  # a granted get carries its (step, ready) token until its owner runs
+            if ev in granted:
+                i, r = simpy_adapter.event_value(ev)
+                return (i - j, max(r - now, 0))
+            return None
+
+        granted = set(simpy_adapter.granted_gets(env))
+        queue = tuple((t - now, prio, self._owner(ev), token(ev))
+                      for t, prio, ev in simpy_adapter.pending(env))  # fmt: skip
         stores = tuple(
             (tuple((i - j, max(r - now, 0)) for i, r in s.items), len(s.get_queue),
              tuple((ev.item[0] - j, max(ev.item[1] - now, 0)) for ev in s.put_queue))
@@ -327,7 +334,10 @@ class _Engine:
         j0, t0, stalls0 = previous
         period, dt = j - j0, now - t0
         active = [p.idx for p in self.procs if p.phase != "get"]
+        in_flight = simpy_adapter.granted_gets(self.env)
         queued = [i for store in self.stores for i, _ in store.items]
+        queued += [simpy_adapter.event_value(ev)[0] for ev in in_flight]
+        queued += [ev.item[0] for store in self.stores for ev in store.put_queue]
         lo, hi = min(active + queued), max(active + queued)
         if lo - period < 0:
             return
@@ -344,6 +354,9 @@ class _Engine:
             for ev in store.put_queue:
                 i, r = ev.item
                 ev.item = (i + steps, r + cycles if r else 0)
+        for ev in in_flight:
+            i, r = simpy_adapter.event_value(ev)
+            simpy_adapter.set_event_value(ev, (i + steps, r + cycles if r else 0))
         for key, value in self.stalls.items():
             self.stalls[key] = value + repeats * (value - stalls0.get(key, 0))
         self.collapsed += steps

@@ -133,14 +133,11 @@ def _choose_keep(space: _Space, loops: tuple[Loop, ...], tile: StepTile) -> Mapp
     keep: dict[tuple[str, int], int] = {}
     floor = {"A": 1, "B": 1}
     for level in range(1, len(space.arch.memory)):
-        operands = [x for x in "AB" if level in space.path[x][1:] and level != space.inner[x]]
+        operands = [x for x in "AB" if level in space.path[x][1:]]
         if not operands:
             continue
         lv = space.arch.memory[level]
         budget = lv.capacity_bytes - space.c_staging(level, tile)
-        for x in "AB":  # operands kept one tile deep here still need their slots
-            if level in space.path[x][1:] and x not in operands:
-                budget -= lv.buffers * space.tile_bytes(x, tile, False)
         parent = {x: space.path[x][space.path[x].index(level) - 1] for x in operands}
         options = {}
         for x in operands:
@@ -194,9 +191,9 @@ def quick_estimate(space: _Space, mapping: Mapping) -> tuple[float, int, int]:
     n = {d: math.ceil(space.size[d] / getattr(tile, f"t{d}")) for d in "mkn"}
     edge = {d: space.size[d] - (n[d] - 1) * getattr(tile, f"t{d}") for d in "mkn"}
     compute = 0
-    for em in {(tile.tm, n["m"] - 1), (edge["m"], 1)}:
-        for ek in {(tile.tk, n["k"] - 1), (edge["k"], 1)}:
-            for en in {(tile.tn, n["n"] - 1), (edge["n"], 1)}:
+    for em in ((tile.tm, n["m"] - 1), (edge["m"], 1)):
+        for ek in ((tile.tk, n["k"] - 1), (edge["k"], 1)):
+            for en in ((tile.tn, n["n"] - 1), (edge["n"], 1)):
                 if em[1] and ek[1] and en[1]:
                     c = step_busy_cycles(space.arch, mem, op, tile, space.rate, space.inner,
                                          em[0], ek[0], en[0])  # fmt: skip

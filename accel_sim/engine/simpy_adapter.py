@@ -2,7 +2,8 @@
 
 The collapse must read every pending event (to fingerprint the simulation state) and move the
 clock and the pending events forward by whole periods. simpy's public API offers neither, so this
-module touches ``Environment._queue`` and ``Environment._now`` — and nothing else does. The
+module touches ``Environment._queue``, ``Environment._now`` and the value of granted store gets
+— and nothing else does. The
 layout of those attributes is stable across simpy 4.0–4.1; ``setup.cfg`` pins ``simpy>=4.1,<4.2``
 and ``tests/test_engine.py`` checks the collapse against full simulation, so a simpy release that
 changes them fails loudly, not silently.
@@ -11,6 +12,7 @@ changes them fails loudly, not silently.
 from __future__ import annotations
 
 import simpy
+from simpy.resources.store import StoreGet
 
 
 def pending(env: simpy.Environment) -> list[tuple[float, int, object]]:
@@ -22,3 +24,18 @@ def advance(env: simpy.Environment, cycles: int) -> None:
     """Move the clock and every pending event ``cycles`` into the future (order unchanged)."""
     env._now += cycles
     env._queue = [(t + cycles, p, eid, ev) for t, p, eid, ev in env._queue]
+
+
+def granted_gets(env: simpy.Environment) -> list[StoreGet]:
+    """Store gets already granted but not yet resumed: their item has left ``store.items`` and
+    lives only in the event's value until its process runs (so the fingerprint must include it
+    and a jump must shift it)."""
+    return [ev for _, _, _, ev in env._queue if isinstance(ev, StoreGet)]
+
+
+def event_value(ev: StoreGet) -> object:
+    return ev._value
+
+
+def set_event_value(ev: StoreGet, value: object) -> None:
+    ev._value = value
