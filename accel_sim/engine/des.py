@@ -93,16 +93,21 @@ class _Mover(_Proc):
         self.process = self.env.process(self.run())
 
     def _transfer(self, nbytes: int):
+        """Hold every port of the hop (acquired in one global order, so no two hops wait on each
+        other in a cycle), release each after its own bytes have passed at its own rate."""
         eng, env = self.engine, self.env
-        requests = []
-        for port in self.ports:  # one global order: no hop waits in a cycle
+        held = []
+        for port, cycles in eng.program.memory.port_cycles(self.link.src, self.link.dst, nbytes):
             self.phase = f"port{port}"
             req = eng.ports[port].request()
-            requests.append((port, req))
+            held.append((cycles, port, req))
             yield req
         self.phase = "xfer"
-        yield env.timeout(eng.program.memory.transfer_cycles(self.link.src, self.link.dst, nbytes))
-        for port, req in requests:
+        elapsed = 0
+        for cycles, port, req in sorted(held, key=lambda h: h[0]):
+            if cycles > elapsed:
+                yield env.timeout(cycles - elapsed)
+                elapsed = cycles
             eng.ports[port].release(req)
 
     def run(self):
@@ -222,6 +227,8 @@ class _Engine:
         self.seen: dict[tuple, tuple[int, int, dict]] = {}
         self.simulated = self.collapsed = 0
         self.end_of_compute = 0
+        # steps per sweep of the innermost iterating loop: a period is a multiple of it
+        self.group = next((n for n in reversed(program.count) if n > 1), 1)
         self._build()
 
     def _store(self) -> simpy.Store:
@@ -323,8 +330,8 @@ class _Engine:
 
     def after_step(self, j: int) -> None:
         self.simulated += 1
-        if not self.collapse:
-            return
+        if not self.collapse or j % self.group:
+            return  # fingerprints are taken where a sweep of the innermost loop begins
         sig = self._signature(j)
         now = self.env.now
         previous = self.seen.get(sig)

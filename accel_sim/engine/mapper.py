@@ -33,7 +33,7 @@ def _bytes(rows: int, cols: int, bits: float) -> int:
     return math.ceil(rows * cols * bits / 8)
 
 
-def _divisors(n: int, limit: int = 12) -> list[int]:
+def _divisors(n: int, limit: int = 8) -> list[int]:
     small = [d for d in range(1, int(math.isqrt(n)) + 1) if n % d == 0]
     divs = sorted(set(small) | {n // d for d in small})
     if len(divs) <= limit:
@@ -221,8 +221,8 @@ def quick_estimate(space: _Space, mapping: Mapping) -> tuple[float, int, int]:
                     slots = max(slots, held * steps / space.arch.memory[dst].buffers)
             if 0 in (src, dst):
                 dram += nbytes
-            for port in mem.hop_ports(src, dst):
-                busy[port] = busy.get(port, 0) + mem.transfer_cycles(src, dst, nbytes)
+            for port, cycles in mem.port_cycles(src, dst, nbytes):
+                busy[port] = busy.get(port, 0) + cycles
         fill = max(fill, first_path)
     body = max([compute, slots, *busy.values()])
     return fill + body, dram, steps
@@ -238,9 +238,9 @@ def estimate(arch: Arch, op: MatmulOp, mapping: Mapping) -> Estimate:
     mem = prog.memory
     busy: dict = {}
     for link, nbytes in zip(prog.links, prog.link_bytes):
-        for port in mem.hop_ports(link.src, link.dst):
+        for port, cycles in mem.port_cycles(link.src, link.dst, nbytes):
             label = f"{arch.memory[port[0]].name}:{port[1]}"
-            busy[label] = busy.get(label, 0) + mem.transfer_cycles(link.src, link.dst, nbytes)
+            busy[label] = busy.get(label, 0) + cycles
     compute = prog.compute_cycles
     slowest = max(busy.items(), key=lambda kv: kv[1], default=("compute", 0))
     bound = slowest[0] if slowest[1] > compute else "compute"
@@ -248,11 +248,33 @@ def estimate(arch: Arch, op: MatmulOp, mapping: Mapping) -> Estimate:
     return Estimate(twin_cycles(prog), compute, busy, prog.link_bytes, dram, bound)
 
 
+def _useful_tiles(tiles: list[StepTile], op: MatmulOp) -> list[StepTile]:
+    """The fitting step tiles worth scoring: the maximal ones (no other fitting tile covers at
+    least as much in every dimension, extents clipped to the GEMM), and each of those with K
+    halved or quartered (shorter steps pipeline loads more finely)."""
+    def ext(t: StepTile) -> tuple[int, int, int]:
+        return (min(t.tm, op.M), min(t.tk, op.K), min(t.tn, op.N))
+
+    by_ext: dict[tuple[int, int, int], StepTile] = {}
+    for t in sorted(tiles, key=lambda t: (t.tm, t.tk, t.tn)):
+        by_ext.setdefault(ext(t), t)  # the smallest tile with these extents
+    exts = list(by_ext)
+    maximal = [e for e in exts
+               if not any(o != e and all(a >= b for a, b in zip(o, e)) for o in exts)]  # fmt: skip
+    keep = set(maximal)
+    for m, k, n in maximal:
+        for div in (2, 4):
+            smaller = [e for e in exts if e[0] == m and e[2] == n and e[1] <= k // div]
+            if smaller:
+                keep.add(max(smaller))
+    return [by_ext[e] for e in sorted(keep)]
+
+
 def candidates(arch: Arch, op: MatmulOp, space: _Space | None = None):
     """Every mapping of the search space (a generator)."""
     space = space or _Space(arch, op)
-    tiles = [t for t in space.unit.step_tiles(op.M, op.K, op.N, space.rate)
-             if space.fits_innermost(t)]  # fmt: skip
+    tiles = _useful_tiles([t for t in space.unit.step_tiles(op.M, op.K, op.N, space.rate)
+                           if space.fits_innermost(t)], op)  # fmt: skip
     for tile in tiles:
         n_tiles = {d: math.ceil(space.size[d] / getattr(tile, f"t{d}")) for d in "mkn"}
         for outer in ("mn", "nm"):
@@ -269,14 +291,23 @@ _CACHE: dict[tuple[str, MatmulOp], Mapping] = {}
 _CACHE_LIMIT = 20000
 
 
+#: Simulation cost in the objective: a mapping's cycles count ``× (1 + steps / STEP_WEIGHT)``,
+#: so of two mappings within ~0.1 % of each other the one with far fewer steps (larger tiles,
+#: faster to simulate) wins; 4,000 steps weigh 0.1 %.
+STEP_WEIGHT = 4_000_000
+
 #: How many of the best-ranked candidates (by :func:`quick_estimate`) the twin re-scores.
 RESCORE = 6
 
 
 def _best(arch: Arch, op: MatmulOp) -> Mapping:
     space = _Space(arch, op)
+    def rank(mapping: Mapping) -> tuple:
+        cycles, dram, steps = quick_estimate(space, mapping)
+        return (cycles * (1 + steps / STEP_WEIGHT), dram)
+
     ranked = sorted(
-        ((quick_estimate(space, m), i, m) for i, m in enumerate(candidates(arch, op, space))),
+        ((rank(m), i, m) for i, m in enumerate(candidates(arch, op, space))),
         key=lambda t: (t[0], t[1]),
     )
     if not ranked:
@@ -293,7 +324,8 @@ def _best(arch: Arch, op: MatmulOp) -> Mapping:
     best = None
     for _, i, mapping in ranked[:RESCORE]:
         est = estimate(arch, op, mapping)
-        key = (est.cycles, est.dram_bytes, math.prod(lp.count for lp in mapping.loops), i)
+        steps = math.prod(lp.count for lp in mapping.loops)
+        key = (est.cycles * (1 + steps / STEP_WEIGHT), est.dram_bytes, steps, i)
         if best is None or key < best[0]:
             best = (key, mapping)
     return best[1]

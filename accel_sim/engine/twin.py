@@ -33,9 +33,8 @@ def step_busy(program: Program, code: int) -> dict[object, int]:
     busy["compute"] = step.compute_cycles
     hop = []
     for link, nbytes in zip(program.links, step.link_bytes):
-        cycles = mem.transfer_cycles(link.src, link.dst, nbytes)
-        hop.append(cycles)
-        for port in mem.hop_ports(link.src, link.dst):
+        hop.append(mem.transfer_cycles(link.src, link.dst, nbytes))
+        for port, cycles in mem.port_cycles(link.src, link.dst, nbytes):
             busy[port] += cycles
     for operand, l0 in (("A", 0), ("B", 1)):
         chain = [j for j, ln in enumerate(program.links) if ln.operand == operand]

@@ -1,0 +1,67 @@
+"""How closely the closed-form model tracks the DES: the random grid both the benchmark
+(``benchmarks/bench_engine.py``) and the test suite draw from.
+
+Each case is one matmul of a dataflow's plan (the plan's vector passes are closed form in both
+engines, so comparing whole plans would dilute the gap): the DES's cycles and the twin's on the
+mapping the mapper chose.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+
+from accel_sim.arch.load import list_archs, load_arch
+from accel_sim.dataflow.plan import MatmulOp
+from accel_sim.dataflow.registry import get_dataflow
+from accel_sim.engine.des import simulate_program
+from accel_sim.engine.program import Program
+from accel_sim.engine.twin import twin_cycles
+from accel_sim.workload.gemm import Gemm
+
+#: The dataflows of the agreement grid (the issue's acceptance set).
+GRID_DATAFLOWS = ("fp16", "w8a8", "w8a8_static", "w4a4_static")
+
+
+@dataclass(frozen=True)
+class Agreement:
+    arch: str
+    dataflow: str
+    op: MatmulOp
+    des: int
+    twin: int
+
+    @property
+    def error(self) -> float:
+        """(twin − DES) / DES."""
+        return (self.twin - self.des) / self.des
+
+
+def random_shape(rng: random.Random, top: int = 8192) -> tuple[int, int, int]:
+    """M, K, N log-uniform in 1 … ``top``."""
+    return tuple(int(round(math.exp(rng.uniform(0, math.log(top))))) for _ in range(3))
+
+
+def grid_ops(seed: int, n: int, archs=None, dataflows=GRID_DATAFLOWS, top: int = 8192):
+    """``n`` random (arch, dataflow, matmul op) cases; dataflows an arch cannot run are skipped."""
+    rng = random.Random(seed)
+    archs = list(archs or list_archs())
+    made = 0
+    while made < n:
+        arch_name, flow_name = rng.choice(archs), rng.choice(list(dataflows))
+        arch = load_arch(arch_name)
+        flow = get_dataflow(flow_name)
+        M, K, N = random_shape(rng, top)
+        plan = flow.build(Gemm("g", M, K, N), arch, None, flow.resolve_knobs(None))
+        ops = [op for op in plan.matmuls if arch.compute.rates.get(op.precision, 0) > 0]
+        if len(ops) != len(plan.matmuls):
+            continue
+        for op in ops:
+            yield arch_name, flow_name, arch, op
+        made += 1
+
+
+def agreement(arch_name: str, flow: str, arch, op: MatmulOp) -> Agreement:
+    program = Program(arch, op)
+    return Agreement(arch_name, flow, op, simulate_program(program).cycles, twin_cycles(program))

@@ -1,0 +1,90 @@
+"""The mapper's guarantees as properties (hypothesis) over every shipped architecture and the
+grid dataflows: every GEMM maps; more hardware never costs cycles; more work never saves them.
+
+"Never" holds for the mapper's objective over its search space (a larger buffer only adds
+choices); the reported cycles come from the DES, which the objective tracks within the twin's
+gap, so the DES-level checks allow ``SLACK`` (docs/engine.md, "Monotonicity").
+"""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import accel_sim
+from accel_sim.arch.load import arch_from_dict, list_archs, load_arch
+from accel_sim.engine.agreement import GRID_DATAFLOWS
+
+#: Allowed relative excess of the DES over the smaller configuration (see the module docstring).
+SLACK = 0.02
+
+ARCHS = list_archs()
+PRECISION = {"fp16": "fp16", "w8a8": "int8", "w8a8_static": "int8", "w4a4_static": "int4"}
+dims = st.integers(1, 2048)
+
+
+def _runs(arch, dataflow) -> bool:
+    return load_arch(arch).compute.rates.get(PRECISION[dataflow], 0) > 0
+
+
+def _cycles(arch, shape, dataflow) -> int:
+    return accel_sim.simulate(arch, shape, dataflow).cycles
+
+
+def _variant(name: str, edit) -> object:
+    data = json.loads(load_arch(name).model_dump_json())
+    edit(data)
+    return arch_from_dict(data, f"{name}+edit")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(arch=st.sampled_from(ARCHS), dataflow=st.sampled_from(GRID_DATAFLOWS),
+       M=st.integers(1, 65536), K=st.integers(1, 65536), N=st.integers(1, 65536))  # fmt: skip
+def test_every_gemm_maps(arch, dataflow, M, K, N):
+    """Every GEMM maps on every shipped architecture (their smallest tiles fit)."""
+    assume(_runs(arch, dataflow))
+    from accel_sim.engine.mapper import map_matmul
+
+    flow = accel_sim.api.get_dataflow(dataflow)
+    plan = flow.build(accel_sim.api._as_gemm((M, K, N)), load_arch(arch), None,
+                      flow.resolve_knobs(None))  # fmt: skip
+    for op in plan.matmuls:
+        map_matmul(load_arch(arch), op)
+
+
+def _more(data, what, level):
+    mem = data["memory"]
+    level = level % len(mem)
+    if what == "capacity" and level > 0:
+        mem[level]["capacity_bytes"] *= 2
+    elif what == "bandwidth":
+        mem[level]["read_bytes_per_cycle"] *= 2
+        mem[level]["write_bytes_per_cycle"] *= 2
+    elif what == "buffers" and level > 0:
+        mem[level]["buffers"] = min(4, mem[level].get("buffers", 2) + 1)
+    elif what == "rate":
+        data["compute"]["rates"] = {k: 2 * v for k, v in data["compute"]["rates"].items()}
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(arch=st.sampled_from(ARCHS), dataflow=st.sampled_from(GRID_DATAFLOWS),
+       M=dims, K=dims, N=dims, what=st.sampled_from(["capacity", "bandwidth", "buffers", "rate"]),
+       level=st.integers(0, 7))  # fmt: skip
+def test_more_hardware_never_costs_cycles(arch, dataflow, M, K, N, what, level):
+    assume(_runs(arch, dataflow))
+    base = _cycles(load_arch(arch), (M, K, N), dataflow)
+    more = _cycles(_variant(arch, lambda d: _more(d, what, level)), (M, K, N), dataflow)
+    assert more <= base * (1 + SLACK), (what, level, base, more)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(arch=st.sampled_from(ARCHS), dataflow=st.sampled_from(GRID_DATAFLOWS),
+       M=dims, K=dims, N=dims, dim=st.sampled_from("MKN"))  # fmt: skip
+def test_more_work_never_saves_cycles(arch, dataflow, M, K, N, dim):
+    assume(_runs(arch, dataflow))
+    bigger = {"M": (M + 1, K, N), "K": (M, K + 1, N), "N": (M, K, N + 1)}[dim]
+    base = _cycles(arch, (M, K, N), dataflow)
+    more = _cycles(arch, bigger, dataflow)
+    assert more >= base * (1 - SLACK), (dim, base, more)
