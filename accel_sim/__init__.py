@@ -7,12 +7,13 @@ Public API::
     r.cycles, r.energy_pj, r.energy_breakdown_pj
 """
 
-from accel_sim.api import SimResult, dataflows, simulate, simulate_many
+from accel_sim.api import SimResult, dataflows, explain, simulate, simulate_many
 from accel_sim.arch.load import list_archs, load_arch
 from accel_sim.errors import UserInputError
 from accel_sim.workload.gemm import Gemm, parse_gemm
 
 __all__ = [
+    "explain",
     "Gemm",
     "SimResult",
     "UserInputError",

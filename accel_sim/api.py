@@ -212,3 +212,22 @@ def unsupported_reason(arch, dataflow: str, gemm: Gemm | None = None, stats=None
 def dataflows() -> list[str]:
     """Names of the registered dataflows."""
     return dataflow_names()
+
+
+def explain(
+    arch: Arch | str | Path,
+    gemm: Gemm | str | tuple,
+    dataflow: str = "w8a8",
+    knobs: Mapping[str, Any] | None = None,
+    stats: Mapping[str, Any] | None = None,
+) -> list:
+    """The mapping of every matmul of ``dataflow``'s plan for ``gemm``: loop nest, what each
+    level keeps, bytes per link and the binding bound (:class:`~accel_sim.report.explain.
+    Explanation`; its ``text`` is what ``accel-sim run --explain`` prints)."""
+    from accel_sim.report.explain import explain_matmul
+
+    arch = load_arch(arch)
+    flow = get_dataflow(dataflow)
+    plan = flow.build(_as_gemm(gemm), arch, stats, flow.resolve_knobs(knobs))
+    return [explain_matmul(arch, op) for op in plan.matmuls]
+

@@ -38,7 +38,7 @@ def _knobs(pairs: list[str] | None) -> dict[str, dict]:
 
 
 def _cmd_run(args) -> int:
-    from accel_sim.api import dataflows, simulate, simulate_many, unsupported_reason
+    from accel_sim.api import dataflows, explain, simulate, simulate_many, unsupported_reason
     from accel_sim.arch.load import load_arch
     from accel_sim.dataflow.registry import get_dataflow
     from accel_sim.report.io import check_output_path, read_gemm_csv, write_table
@@ -72,6 +72,16 @@ def _cmd_run(args) -> int:
         get_dataflow(flow)
     for flow in knobs:
         get_dataflow(flow, "--knob").resolve_knobs(knobs[flow], "--knob")
+    if args.explain:
+        if args.json or args.out or trace is not None:
+            raise UserInputError("--explain", "prints a text view of --gemm runs; it cannot be "
+                                 "combined with --json, --out or --trace")  # fmt: skip
+        for gemm in gemms:
+            for flow in flows:
+                print(f"== {flow}, {gemm.label} ==")
+                for item in explain(arch, gemm, flow, knobs.get(flow)):
+                    print(item.text)
+        return 0
     if len(gemms) == 1 and len(flows) == 1 and not args.out and trace is None:
         result = simulate(arch, gemms[0], flows[0], knobs.get(flows[0]), engine=args.engine)
         print(json.dumps(result.to_dict(), indent=2) if args.json else single_report(result))
@@ -170,6 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--knob", action="append", help="DATAFLOW.NAME=VALUE, repeatable")
     run.add_argument("--engine", choices=("des", "twin"), default="des")
     run.add_argument("--json", action="store_true", help="print JSON instead of a report")
+    run.add_argument("--explain", action="store_true",
+                     help="print each matmul's mapping: loop nest, what every level keeps, bytes "
+                          "per link, the binding bound")  # fmt: skip
     run.add_argument("--out", help="write the table to FILE.csv|.parquet|.json")
     run.set_defaults(func=_cmd_run)
 

@@ -53,7 +53,7 @@ def grid_ops(seed: int, n: int, archs=None, dataflows=GRID_DATAFLOWS, top: int =
         arch = load_arch(arch_name)
         flow = get_dataflow(flow_name)
         M, K, N = random_shape(rng, top)
-        plan = flow.build(Gemm("g", M, K, N), arch, None, flow.resolve_knobs(None))
+        plan = flow.build(Gemm(M, K, N), arch, None, flow.resolve_knobs(None))
         ops = [op for op in plan.matmuls if arch.compute.rates.get(op.precision, 0) > 0]
         if len(ops) != len(plan.matmuls):
             continue

@@ -92,13 +92,15 @@ class Mapping:
         return min(ext[d0], size[d0]), min(ext[d1], size[d1])
 
     def describe_loops(self) -> list[str]:
+        """Loop names, outermost first: ``b`` for instances, then ``m1 n1 m0 n0 k0`` (the digit
+        counts from the innermost loop over that dimension)."""
         names = []
         seen: dict[str, int] = {}
-        for loop in self.loops:
+        for loop in reversed(self.loops):
             level = seen.get(loop.dim, 0)
             seen[loop.dim] = level + 1
             names.append(loop.dim if loop.dim == "b" else f"{loop.dim}{level}")
-        return names
+        return names[::-1]
 
 
 def nest(tile: StepTile, count: int, n_tiles: dict[str, int], outer: str, inner: str,

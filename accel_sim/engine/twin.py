@@ -112,4 +112,34 @@ def twin_cycles(program: Program) -> int:
         drain += mem.transfer_cycles(link.src, link.dst, last.link_bytes[j])
         if k < len(c_chain) - 1:
             drain += mem.latency(link.src)
-    return fill + body_cycles(program) + drain
+    # step 0 is on the critical path as fill + its compute; later steps add their share of the
+    # busiest resource of their group
+    head = max(step_busy(program, program.code(0)).values()) - first.compute_cycles
+    estimate = fill + body_cycles(program) - head + drain
+    return max(estimate, _store_bound(program, fill))
+
+
+def _store_bound(program: Program, fill: int) -> int:
+    """A port that carries outputs cannot start storing before the first output tile is done:
+    ``fill + compute of the first group + its epilogue``, after which it still has every store
+    (and whatever loads it has not finished) to serve. Binds when outputs dominate the traffic
+    (small K: the GEMM is a stream of output tiles)."""
+    mem, arch = program.memory, program.arch
+    loads: dict[object, int] = defaultdict(int)
+    stores: dict[object, int] = defaultdict(int)
+    for link, nbytes in zip(program.links, program.link_bytes):
+        for port, cycles in mem.port_cycles(link.src, link.dst, nbytes):
+            (stores if link.operand == "C" else loads)[port] += cycles
+    g = _group_loop(program)
+    first_group = program.count[g] if g >= 0 else 1
+    first = program.step_at(0)
+    first_done = fill + first.compute_cycles * first_group
+    if program.op.epilogue_ops_per_output:
+        closing = program.step_at(first_group - 1)
+        lanes = arch.vector.bytes_per_cycle // 2
+        first_done += math.ceil(closing.outputs * program.op.epilogue_ops_per_output / lanes)
+    bound = 0
+    for port, store in stores.items():
+        if store:
+            bound = max(bound, first_done + store, loads.get(port, 0) + store)
+    return bound
