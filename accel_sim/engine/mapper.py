@@ -118,6 +118,12 @@ def _single_step(mapping: Mapping, operand: str, p: int) -> bool:
     return r >= 0 and all(lp.count == 1 for lp in mapping.loops[r + 1:])
 
 
+def _windows(mapping: Mapping, operand: str, p: int) -> int:
+    """How many windows a level keeping ``operand`` at ``p`` opens over the matmul."""
+    r = mapping.window_loop(operand, p)
+    return math.prod(lp.count for lp in mapping.loops[: r + 1]) if r >= 0 else 1
+
+
 def _tile_time(space: _Space, mapping: Mapping, operand: str, src: int, dst: int) -> int:
     """Cycles a single-step window's slot is held per step: the tile's transfer in, the source
     latency, and its way on (Little's law, as in the twin)."""
@@ -155,8 +161,11 @@ def _choose_keep(space: _Space, loops: tuple[Loop, ...], tile: StepTile) -> Mapp
                     seen[key] = [(p, lv.buffers, lv.buffers * one, max(time, slot))]
                     continue
                 # a long window may also be kept single-buffered: it fits where two would not,
-                # at the price of not prefetching the next window (the DES shows that stall)
-                seen[key] = [(p, b, b * one, time) for b in sorted({1, lv.buffers})]
+                # at the price of not prefetching the next window: a bubble (the first tile's
+                # way in) every time a window opens
+                bubble = _windows(mapping, x, p) * _tile_time(space, mapping, x, parent[x], level)
+                seen[key] = [(p, b, b * one, time + (bubble if b == 1 else 0))
+                             for b in sorted({1, lv.buffers})]  # fmt: skip
             options[x] = [o for group in seen.values() for o in group]
         best = None
         for choice in _product(options, operands):
@@ -202,6 +211,7 @@ def quick_estimate(space: _Space, mapping: Mapping) -> tuple[float, int, int]:
     steps = math.prod(lp.count for lp in mapping.loops)
     busy: dict = {}
     slots = 0.0
+    bubbles = 0
     fill = 0
     dram = 0
     for x in "ABC":
@@ -216,16 +226,19 @@ def quick_estimate(space: _Space, mapping: Mapping) -> tuple[float, int, int]:
                 nbytes = _crossing_bytes(space, mapping, x, mapping.position(x, dst))
                 first_path += (mem.transfer_cycles(src, dst, space.tile_bytes(x, tile, False))
                                + mem.latency(src))  # fmt: skip
-                if _single_step(mapping, x, mapping.position(x, dst)):
+                p = mapping.position(x, dst)
+                if _single_step(mapping, x, p):
                     held = _tile_time(space, mapping, x, src, dst)
                     slots = max(slots, held * steps / space.arch.memory[dst].buffers)
+                elif mapping.buffers(x, dst, space.arch.memory[dst].buffers) == 1:
+                    bubbles += _windows(mapping, x, p) * _tile_time(space, mapping, x, src, dst)
             if 0 in (src, dst):
                 dram += nbytes
             for port, cycles in mem.port_cycles(src, dst, nbytes):
                 busy[port] = busy.get(port, 0) + cycles
         fill = max(fill, first_path)
     body = max([compute, slots, *busy.values()])
-    return fill + body, dram, steps
+    return fill + body + bubbles, dram, steps
 
 
 def estimate(arch: Arch, op: MatmulOp, mapping: Mapping) -> Estimate:

@@ -78,10 +78,36 @@ def body_cycles(program: Program) -> int:
         outer = code - digit * radix
         per_group = n if g < 0 else n // _digit_count(program.count[g], digit)
         total, busy = groups.get(outer, (per_group, defaultdict(int)))
+        times = 1 if g < 0 else _digit_count(program.count[g], digit)
         for resource, cycles in step_busy(program, code).items():
-            busy[resource] += cycles * (1 if g < 0 else _digit_count(program.count[g], digit))
+            busy[resource] += cycles * times
+        busy[_BUBBLE] += _bubble(program, code) * times
         groups[outer] = (total, busy)
-    return sum(n * max(busy.values()) for n, busy in groups.values())
+    return sum(n * (max(c for r, c in busy.items() if r != _BUBBLE) + busy[_BUBBLE])
+               for n, busy in groups.values())  # fmt: skip
+
+
+_BUBBLE = "bubble"
+
+
+def _bubble(program: Program, code: int) -> int:
+    """A single-buffered window spanning several steps cannot prefetch its successor: when
+    the step opens such a window, its first tile's way in (transfer + latency) is serial."""
+    step = program.class_of(code)
+    mem = program.memory
+    delay = 0
+    for operand, l0 in (("A", 0), ("B", 1)):
+        chain = [j for j, ln in enumerate(program.links) if ln.operand == operand]
+        for k, j in enumerate(chain):
+            link = program.links[j]
+            if not step.opens[j] or program.buffers(operand, link.dst) != 1:
+                continue
+            closes = step.closes_src[chain[k + 1]] if k + 1 < len(chain) else step.closes_l0[l0]
+            if closes:
+                continue  # a one-step window: the Little's-law slot bound covers it
+            delay = max(delay, mem.transfer_cycles(link.src, link.dst, step.link_bytes[j])
+                        + mem.latency(link.src))  # fmt: skip
+    return delay
 
 
 def _digit_count(count: int, digit: int) -> int:
