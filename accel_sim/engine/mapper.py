@@ -89,7 +89,7 @@ class _Space:
             need = self.c_staging(i, tile)
             for x in "AB":
                 if i in self.path[x][1:]:
-                    need += level.buffers * self.tile_bytes(x, tile, False)
+                    need += min(2, level.buffers) * self.tile_bytes(x, tile, False)
             if need > level.capacity_bytes:
                 return level.name, need, level.capacity_bytes
         return None
@@ -148,7 +148,7 @@ def _choose_keep(space: _Space, loops: tuple[Loop, ...], tile: StepTile) -> Mapp
         options = {}
         for x in operands:
             bandwidth = space.memory.hop_bandwidth(parent[x], level)
-            slot = math.ceil(_tile_time(space, mapping, x, parent[x], level) * steps / lv.buffers)
+            held = _tile_time(space, mapping, x, parent[x], level) * steps
             seen = {}
             for p in range(L, floor[x] - 1, -1):  # innermost first: smaller footprints first
                 rows, cols = mapping.footprint(x, p, space.size)
@@ -158,21 +158,25 @@ def _choose_keep(space: _Space, loops: tuple[Loop, ...], tile: StepTile) -> Mapp
                     continue
                 time = _crossing_bytes(space, mapping, x, p) / bandwidth
                 if _single_step(mapping, x, p):
-                    seen[key] = [(p, lv.buffers, lv.buffers * one, max(time, slot))]
+                    # the level offers ``buffers`` slots; fewer (double buffering) leave room
+                    # for other operands, so every count from 2 up is a choice
+                    seen[key] = [(p, b, b * one, max(time, math.ceil(held / b)))
+                                 for b in range(min(2, lv.buffers), lv.buffers + 1)]  # fmt: skip
                     continue
                 # a long window may also be kept single-buffered: it fits where two would not,
                 # at the price of not prefetching the next window: a bubble (the first tile's
                 # way in) every time a window opens
                 bubble = _windows(mapping, x, p) * _tile_time(space, mapping, x, parent[x], level)
                 seen[key] = [(p, b, b * one, time + (bubble if b == 1 else 0))
-                             for b in sorted({1, lv.buffers})]  # fmt: skip
+                             for b in range(1, lv.buffers + 1)]  # fmt: skip
             options[x] = [o for group in seen.values() for o in group]
         best = None
         for choice in _product(options, operands):
             need = sum(c[2] for c in choice)
             if need > budget:
                 continue
-            key = (sum(c[3] for c in choice), -min(c[1] for c in choice), need)
+            # ties go to fewer buffers, then less room: the choices a smaller level also has
+            key = (sum(c[3] for c in choice), sum(c[1] for c in choice), need)
             if best is None or key < best[0]:
                 best = (key, choice)
         if best is None:
@@ -229,7 +233,8 @@ def quick_estimate(space: _Space, mapping: Mapping) -> tuple[float, int, int]:
                 p = mapping.position(x, dst)
                 if _single_step(mapping, x, p):
                     held = _tile_time(space, mapping, x, src, dst)
-                    slots = max(slots, held * steps / space.arch.memory[dst].buffers)
+                    b = mapping.buffers(x, dst, space.arch.memory[dst].buffers)
+                    slots = max(slots, held * steps / b)
                 elif mapping.buffers(x, dst, space.arch.memory[dst].buffers) == 1:
                     bubbles += _windows(mapping, x, p) * _tile_time(space, mapping, x, src, dst)
             if 0 in (src, dst):
