@@ -40,6 +40,8 @@ from accel_sim.engine.program import Program
 
 #: Steps a stage may run ahead of its consumer (token queue depth; an assumption).
 QUEUE_DEPTH = 64
+#: Earlier occurrences of each state kept as candidate periods for the collapse.
+HISTORY = 8
 
 
 @dataclass(frozen=True)
@@ -224,11 +226,14 @@ class _Engine:
         self.stores: list[simpy.Store] = []
         self.containers: list[simpy.Container] = []
         self.ports: dict[tuple[int, str], simpy.Resource] = {}
-        self.seen: dict[tuple, tuple[int, int, dict]] = {}
+        self.seen: dict[tuple, list[tuple[int, int, dict]]] = {}
         self.simulated = self.collapsed = 0
         self.end_of_compute = 0
-        # steps per sweep of the innermost iterating loop: a period is a multiple of it
-        self.group = next((n for n in reversed(program.count) if n > 1), 1)
+        # fingerprints are taken at the start of each sweep of the innermost iterating loop
+        # when that loop is short (periods are whole sweeps there); inside a long loop the
+        # steady state repeats step by step, so every step is fingerprinted
+        group = next((n for n in reversed(program.count) if n > 1), 1)
+        self.group = group if group <= 64 else 1
         self._build()
 
     def _store(self) -> simpy.Store:
@@ -328,30 +333,39 @@ class _Engine:
         )
         return (tuple(p.state(j, now) for p in self.procs), queue, stores, slots, ports)
 
-    def after_step(self, j: int) -> None:
-        self.simulated += 1
-        if not self.collapse or j % self.group:
-            return  # fingerprints are taken where a sweep of the innermost loop begins
-        sig = self._signature(j)
-        now = self.env.now
-        previous = self.seen.get(sig)
-        self.seen[sig] = (j, now, dict(self.stalls))
-        if previous is None:
-            return
-        j0, t0, stalls0 = previous
-        period, dt = j - j0, now - t0
+    def _longest_jump(self, j: int, now: int, history: list) -> tuple | None:
+        """Of the earlier occurrences of the current state, the one whose period can be
+        repeated over the most steps before the step classes stop repeating (a short period
+        stops at the next loop boundary; a whole-sweep period can jump across many sweeps)."""
         active = [p.idx for p in self.procs if p.phase != "get"]
         in_flight = simpy_adapter.granted_gets(self.env)
         queued = [i for store in self.stores for i, _ in store.items]
         queued += [simpy_adapter.event_value(ev)[0] for ev in in_flight]
         queued += [ev.item[0] for store in self.stores for ev in store.put_queue]
         lo, hi = min(active + queued), max(active + queued)
-        if lo - period < 0:
+        best = None
+        for j0, t0, stalls0 in history:
+            period = j - j0
+            if lo - period < 0:
+                continue
+            repeats = (self.program.first_mismatch(lo, period) - hi - period) // period
+            if repeats >= 1 and (best is None or repeats * period > best[0] * best[1]):
+                best = (repeats, period, now - t0, stalls0, in_flight)
+        return best
+
+    def after_step(self, j: int) -> None:
+        self.simulated += 1
+        if not self.collapse or j % self.group:
+            return  # fingerprints are taken where a sweep of the innermost loop begins
+        sig = self._signature(j)
+        now = self.env.now
+        history = self.seen.setdefault(sig, [])
+        best = self._longest_jump(j, now, history) if history else None
+        history.append((j, now, dict(self.stalls)))
+        del history[:-HISTORY]
+        if best is None:
             return
-        mismatch = self.program.first_mismatch(lo, period)
-        repeats = (mismatch - hi - period) // period
-        if repeats < 1:
-            return
+        repeats, period, dt, stalls0, in_flight = best
         steps, cycles = repeats * period, repeats * dt
         simpy_adapter.advance(self.env, cycles)
         for proc in self.procs:

@@ -315,7 +315,7 @@ _CACHE_LIMIT = 20000
 STEP_WEIGHT = 4_000_000
 
 #: How many of the best-ranked candidates (by :func:`quick_estimate`) the twin re-scores.
-RESCORE = 6
+RESCORE = 4
 
 
 def _best(arch: Arch, op: MatmulOp) -> Mapping:

@@ -26,6 +26,7 @@ of a temporal loop boundary per memory level, restricted to one boundary per (op
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from accel_sim.arch.units.base import StepTile
 
@@ -75,11 +76,7 @@ class Mapping:
     def window_loop(self, operand: str, p: int) -> int:
         """The innermost loop outside position ``p`` that indexes ``operand`` and iterates
         (count > 1): a new value of it starts a new window. -1 if there is none."""
-        for i in range(min(p, len(self.loops)) - 1, -1, -1):
-            loop = self.loops[i]
-            if loop.count > 1 and loop.indexes(operand):
-                return i
-        return -1
+        return _window_loop(self.loops, operand, p)
 
     def footprint(self, operand: str, p: int, size: dict[str, int]) -> tuple[int, int]:
         """(rows, cols) in elements of ``operand``'s footprint at position ``p``."""
@@ -101,6 +98,15 @@ class Mapping:
             seen[loop.dim] = level + 1
             names.append(loop.dim if loop.dim == "b" else f"{loop.dim}{level}")
         return names[::-1]
+
+
+@lru_cache(maxsize=65536)
+def _window_loop(loops: tuple[Loop, ...], operand: str, p: int) -> int:
+    for i in range(min(p, len(loops)) - 1, -1, -1):
+        loop = loops[i]
+        if loop.count > 1 and loop.indexes(operand):
+            return i
+    return -1
 
 
 def nest(tile: StepTile, count: int, n_tiles: dict[str, int], outer: str, inner: str,

@@ -282,13 +282,15 @@ class Program:
         self._mismatch[period] = (lo, found)
         return found
 
-    def _change_points(self, a: int, b: int) -> np.ndarray:
+    def _change_points(self, a: int, b: int, period: int) -> np.ndarray:
         """Steps p in (a, b) whose class may differ from step p−1's: where some loop index
-        enters or leaves its first or last value (at most three per sweep of that loop)."""
+        enters or leaves its first or last value (at most three per sweep of that loop).
+        A loop whose whole cycle (stride × count) divides ``period`` has the same digit at x and
+        x − period, so it cannot cause a mismatch and its (dense) points are skipped."""
         points = []
         stride = 1
         for n in reversed(self.count):
-            if n > 1:
+            if n > 1 and period % (stride * n):
                 lo_m, hi_m = a // stride + 1, (b - 1) // stride
                 if hi_m >= lo_m:
                     for residue in {0, 1, n - 1}:
@@ -304,16 +306,29 @@ class Program:
         chunk = 256
         while x < self.n_steps:
             hi = min(self.n_steps, x + chunk)
+            chunk = min(chunk, self._chunk_limit(period))
+            hi = min(self.n_steps, x + chunk)
             candidates = np.sort(np.concatenate((
                 np.array([x], dtype=np.int64),
-                self._change_points(x, hi),
-                self._change_points(x - period, hi - period) + period,
+                self._change_points(x, hi, period),
+                self._change_points(x - period, hi - period, period) + period,
             )))  # fmt: skip
             diff = np.nonzero(self.codes_at(candidates) != self.codes_at(candidates - period))[0]
             if diff.size:
                 return int(candidates[diff[0]])
             x, chunk = hi, chunk * 8
         return self.n_steps
+
+    def _chunk_limit(self, period: int) -> int:
+        """The largest look-ahead window whose change points number at most ~2²⁰: a loop of
+        count n and stride s has 3 points per s·n steps."""
+        limit = 1 << 62
+        stride = 1
+        for n in reversed(self.count):
+            if n > 1 and period % (stride * n):
+                limit = min(limit, max(stride * n, (1 << 20) * stride * n // 3))
+            stride *= n
+        return limit
 
     @cached_property
     def multiplicity(self) -> dict[int, int]:
