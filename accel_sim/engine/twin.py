@@ -45,9 +45,23 @@ def step_busy(program: Program, code: int) -> dict[object, int]:
             held = hop[j] + mem.latency(program.links[j].src)
             held += hop[chain[k + 1]] if k + 1 < len(chain) else step.compute_cycles
             busy[("slots", j)] = math.ceil(held / program.buffers(operand, program.links[j].dst))
+    epilogue = 0
     if program.op.epilogue_ops_per_output and step.outputs:
         lanes = program.arch.vector.bytes_per_cycle // 2
-        busy["vector"] = math.ceil(step.outputs * program.op.epilogue_ops_per_output / lanes)
+        epilogue = math.ceil(step.outputs * program.op.epilogue_ops_per_output / lanes)
+        busy["vector"] = epilogue
+    # output slots (Little's law): an accumulator tile is held from its first K step through
+    # the epilogue and its store; an output tile staged in a level, from its arrival until it
+    # has left for the next one
+    c_chain = [j for j, ln in enumerate(program.links) if ln.operand == "C"]
+    acc = step.compute_cycles
+    if step.closes_accumulator and c_chain:
+        acc += epilogue + hop[c_chain[0]]
+    busy[("acc",)] = math.ceil(acc / program.buffers("C", program.links[c_chain[0]].src))
+    for k, j in enumerate(c_chain[:-1]):
+        if step.link_bytes[j]:
+            held = hop[j] + mem.latency(program.links[j].src) + hop[c_chain[k + 1]]
+            busy[("cslots", j)] = math.ceil(held / program.buffers("C", program.links[j].dst))
     return busy
 
 
