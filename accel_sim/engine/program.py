@@ -239,14 +239,14 @@ class Program:
         """Class codes of steps ``lo..hi-1`` (vectorised)."""
         return self.codes_at(np.arange(lo, hi, dtype=np.int64))
 
-    def codes_at(self, steps: np.ndarray) -> np.ndarray:
-        """Canonical class codes of the given step indices (vectorised)."""
+    def codes_at(self, steps: np.ndarray, canonical: bool = True) -> np.ndarray:
+        """Class codes (canonical, or raw digits) of the given step indices (vectorised)."""
         rest = np.array(steps, dtype=np.int64)
         raw = np.zeros_like(rest)
         for n, radix in zip(reversed(self.count), reversed(self._radix)):
             raw += _classes_of(rest % n, n) * radix
             rest //= n
-        return self.canonical[raw]
+        return self.canonical[raw] if canonical else raw
 
     @cached_property
     def canonical(self) -> np.ndarray:
@@ -271,7 +271,9 @@ class Program:
         return self.class_of(self.code(i))
 
     def first_mismatch(self, lo: int, period: int) -> int:
-        """Smallest ``x ≥ lo`` with ``code(x) != code(x - period)``, or ``n_steps``.
+        """Smallest ``x ≥ lo`` whose raw class digits differ from those of ``x - period``, or
+        ``n_steps``. (Equal raw digits imply equal classes, so a jump up to there is exact;
+        comparing raw digits lets loops whose whole cycle divides the period be skipped.)
 
         The answer f found from some lo₀ holds for every lo in [lo₀, f], and the engine asks with
         growing lo, so the last answer per period is remembered."""
@@ -313,7 +315,8 @@ class Program:
                 self._change_points(x, hi, period),
                 self._change_points(x - period, hi - period, period) + period,
             )))  # fmt: skip
-            diff = np.nonzero(self.codes_at(candidates) != self.codes_at(candidates - period))[0]
+            diff = np.nonzero(self.codes_at(candidates, False)
+                              != self.codes_at(candidates - period, False))[0]  # fmt: skip
             if diff.size:
                 return int(candidates[diff[0]])
             x, chunk = hi, chunk * 8
