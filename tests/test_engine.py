@@ -56,8 +56,8 @@ def test_memory_bound_decode_is_paced_by_hbm():
     assert lower <= t.cycles <= 1.02 * lower
     # the stalls are the tiles' way in (a wait is named after the hop step i is still crossing);
     # the bound that binds is the HBM port (the explain view names it)
-    assert set(t.stalls) <= {"drain", "load:latency"} | {f"load:{h}" for h in
-                                                          ("HBM->L2", "L2->L1", "L1->L0B", "L1->L0A")}
+    hops = ("HBM->L2", "L2->L1", "L1->L0B", "L1->L0A")
+    assert set(t.stalls) <= {"drain", "load:latency"} | {f"load:{h}" for h in hops}
     from accel_sim.report.explain import explain_matmul
 
     assert explain_matmul(arch, _op(16, 4096, 4096, "int8")).bound == "port HBM:rw"

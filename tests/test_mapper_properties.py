@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import accel_sim
 from accel_sim.arch.load import arch_from_dict, list_archs, load_arch
-from accel_sim.engine.agreement import GRID_DATAFLOWS
+from accel_sim.engine.agreement import GRID_DATAFLOWS, HARDWARE, more_hardware
 
 #: Allowed relative excess of the DES over the smaller configuration (see the module docstring):
 #: the worst measured (benchmarks/bench_mapper_properties.py) is 2.7 %, when doubling the rate
@@ -57,29 +57,15 @@ def test_every_gemm_maps(arch, dataflow, M, K, N):
         map_matmul(load_arch(arch), op)
 
 
-def _more(data, what, level):
-    mem = data["memory"]
-    level = level % len(mem)
-    if what == "capacity" and level > 0:
-        mem[level]["capacity_bytes"] *= 2
-    elif what == "bandwidth":
-        mem[level]["read_bytes_per_cycle"] *= 2
-        mem[level]["write_bytes_per_cycle"] *= 2
-    elif what == "buffers" and level > 0:
-        mem[level]["buffers"] = min(4, mem[level].get("buffers", 2) + 1)
-    elif what == "rate":
-        data["compute"]["rates"] = {k: 2 * v for k, v in data["compute"]["rates"].items()}
-
-
 @settings(max_examples=20, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(arch=st.sampled_from(ARCHS), dataflow=st.sampled_from(GRID_DATAFLOWS),
-       M=dims, K=dims, N=dims, what=st.sampled_from(["capacity", "bandwidth", "buffers", "rate"]),
+       M=dims, K=dims, N=dims, what=st.sampled_from(HARDWARE),
        level=st.integers(0, 7))  # fmt: skip
 def test_more_hardware_never_costs_cycles(arch, dataflow, M, K, N, what, level):
     assume(_runs(arch, dataflow))
     base = _cycles(load_arch(arch), (M, K, N), dataflow)
-    more = _cycles(_variant(arch, lambda d: _more(d, what, level)), (M, K, N), dataflow)
+    more = _cycles(_variant(arch, lambda d: more_hardware(d, what, level)), (M, K, N), dataflow)
     assert more <= base * (1 + SLACK), (what, level, base, more)
 
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from accel_sim.dataflow.common import (
     FP16_BYTES,
+    PER_CHANNEL_SCALE_BITS,
     absmax_pass,
     quantize_pass,
-    PER_CHANNEL_SCALE_BITS,
 )
 from accel_sim.dataflow.outliers import outlier_channel_count
 from accel_sim.dataflow.plan import MatmulOp, Plan, VectorOp

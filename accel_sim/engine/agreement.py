@@ -1,5 +1,6 @@
-"""How closely the closed-form model tracks the DES: the random grid both the benchmark
-(``benchmarks/bench_engine.py``) and the test suite draw from.
+"""Checks of the engine on random grids, shared by the benchmarks and the test suite: how
+closely the closed-form model tracks the DES (``benchmarks/bench_engine.py``), and the hardware
+perturbations of the monotonicity properties (``benchmarks/bench_mapper_properties.py``).
 
 Each case is one matmul of a dataflow's plan (the plan's vector passes are closed form in both
 engines, so comparing whole plans would dilute the gap): the DES's cycles and the twin's on the
@@ -65,3 +66,24 @@ def grid_ops(seed: int, n: int, archs=None, dataflows=GRID_DATAFLOWS, top: int =
 def agreement(arch_name: str, flow: str, arch, op: MatmulOp) -> Agreement:
     program = Program(arch, op)
     return Agreement(arch_name, flow, op, simulate_program(program).cycles, twin_cycles(program))
+
+
+#: Resources :func:`more_hardware` can grow.
+HARDWARE = ("capacity", "bandwidth", "buffers", "rate")
+
+
+def more_hardware(data: dict, what: str, level: int) -> None:
+    """Give an architecture (as a dict, edited in place) more of ``what``: level ``level``'s
+    capacity ×2 (on-chip levels), its bandwidths ×2, one more buffer (up to 4), or every rate ×2."""
+    mem = data["memory"]
+    level = level % len(mem)
+    if what == "capacity" and level > 0:
+        mem[level]["capacity_bytes"] *= 2
+    elif what == "bandwidth":
+        mem[level]["read_bytes_per_cycle"] *= 2
+        mem[level]["write_bytes_per_cycle"] *= 2
+    elif what == "buffers" and level > 0:
+        mem[level]["buffers"] = min(4, mem[level].get("buffers", 2) + 1)
+    elif what == "rate":
+        data["compute"]["rates"] = {k: 2 * v for k, v in data["compute"]["rates"].items()}
+

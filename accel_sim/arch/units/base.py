@@ -12,7 +12,7 @@ from accel_sim.errors import UserInputError
 
 @dataclass(frozen=True)
 class StepTile:
-    """The operand extents one step of the unit covers (elements): ``C[tm×tn] += A[tm×tk]·B[tk×tn]``.
+    """Elements one step of the unit covers: ``C[tm×tn] += A[tm×tk]·B[tk×tn]``.
 
     A step is the unit's natural work item: a SCALE-Sim fold on a systolic array, a group of
     cube blocks on a cube unit. Edge steps cover less; :meth:`ComputeUnit.step_cycles` prices them.
