@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from accel_sim.cli import main
 from accel_sim.dataflow.plan import MatmulOp
 from accel_sim.errors import UserInputError
 
@@ -19,17 +18,6 @@ ARCH_YAML = Path(__file__).resolve().parents[1] / "arch_configs" / "ascend_like_
 GEMM = "64x64x64"
 
 
-@pytest.fixture
-def run_cli(capsys):
-    def run(args: list[str]) -> tuple[int, str, str]:
-        try:
-            code = main([str(a) for a in args])
-        except SystemExit as exc:
-            code = exc.code
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
 
 
 def assert_user_error(result: tuple[int, str, str], *needles: str, out: Path | None = None) -> str:

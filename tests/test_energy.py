@@ -15,7 +15,6 @@ import pytest
 import yaml
 
 from accel_sim.arch.load import ARCH_DIR, arch_from_dict, list_archs, load_arch
-from accel_sim.cli import main
 from accel_sim.energy.model import energy_at_node, price
 from accel_sim.energy.scaling import energy_factor, energy_fit, scale_energy, scale_factor
 from accel_sim.engine.counts import ActionCounts
@@ -143,15 +142,6 @@ def _dump(tmp_path: Path, data: dict) -> Path:
     return path
 
 
-def _cli(capsys, args: list[str]) -> tuple[int, str, str]:
-    try:
-        code = main([str(a) for a in args])
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 @pytest.mark.parametrize(
     ("name", "component", "action"),
     [
@@ -162,11 +152,11 @@ def _cli(capsys, args: list[str]) -> tuple[int, str, str]:
         ("edge_npu_int8", "vector", "op"),
     ],
 )
-def test_missing_entry_is_a_one_line_error(tmp_path, capsys, name, component, action):
+def test_missing_entry_is_a_one_line_error(tmp_path, run_cli, name, component, action):
     data = _data(name)
     del data["energy"][component][action]
     path = _dump(tmp_path, data)
-    code, _, err = _cli(capsys, ["run", "--arch", path, "--gemm", "16x16x16"])
+    code, _, err = run_cli(["run", "--arch", path, "--gemm", "16x16x16"])
     line = err.rstrip("\n")
     assert code == 2 and "\n" not in line and "Traceback" not in line
     assert f"{path}: energy.{component}.{action}: missing entry" in line
@@ -212,7 +202,7 @@ def test_bad_entries_name_their_key(mutate, key, needle):
     assert needle in str(info.value) and "\n" not in str(info.value)
 
 
-def test_unused_entries_are_reported_not_rejected(tmp_path, capsys):
+def test_unused_entries_are_reported_not_rejected(tmp_path, run_cli):
     data = _data("edge_npu_int8")  # INT only: no fp8 rate, no early-bird unit
     entry = dict(data["energy"]["compute"]["mac_int8"])
     data["energy"]["compute"]["mac_fp8"] = entry
@@ -221,7 +211,7 @@ def test_unused_entries_are_reported_not_rejected(tmp_path, capsys):
     arch = arch_from_dict(data, "extra.yaml")
     expected = ["energy.compute.mac_fp8", "energy.early_bird.compare", "energy.NPU_cache.read"]
     assert arch.unused_energy_entries == expected
-    code, out, err = _cli(capsys, ["arch", "show", _dump(tmp_path, data)])
+    code, out, err = run_cli(["arch", "show", _dump(tmp_path, data)])
     assert code == 0 and '"node_nm": 7' in out
     assert "energy entries nothing uses" in err and "energy.compute.mac_fp8" in err
 
