@@ -90,20 +90,17 @@ def _classes_of(index: np.ndarray, count: int) -> np.ndarray:
 def step_busy_cycles(arch: Arch, memory: MemorySystem, op: MatmulOp, tile, rate: int,
                      inner: dict[str, int], m: int, k: int, n: int) -> int:  # fmt: skip
     """Cycles the unit is busy on one step of extents ``m×k×n``: the unit's own step time
-    (divided by ``efficiency["matmul"]``), or longer when its innermost buffers cannot feed it.
-    A step reads its A and B tiles through the read ports of their innermost levels and
-    accumulates its output tile in place through the accumulator level's write port (a
-    read-modify-write inside the bank; the read port serves the drain)."""
+    (divided by ``efficiency["matmul"]``), or longer when its accumulator level cannot keep up.
+    A step accumulates its output tile in place through the accumulator level's write port (a
+    read-modify-write inside the bank; the read port serves the drain). The innermost A and B
+    buffers are taken to feed the unit at its rate (their read ports are sized for it: the
+    cube's L0A/L0B, a systolic array's edge SRAM banks)."""
     unit = arch.compute.step_cycles(tile, rate, m, k, n)
     eff = arch.efficiency.get("matmul", 1.0)
     if eff != 1.0:
         unit = math.ceil(unit / eff)
-    reads: dict[int, int] = {}
-    for operand, bits, rows, cols in (("A", op.a_bits, m, k), ("B", op.b_bits, k, n)):
-        reads[inner[operand]] = reads.get(inner[operand], 0) + _tile_bytes(rows, cols, bits)
-    ports = max(memory.access_cycles(level, nbytes, 0) for level, nbytes in reads.items())
     acc = memory.access_cycles(inner["C"], 0, _tile_bytes(m, n, op.accumulator_bits))
-    return max(unit, ports, acc)
+    return max(unit, acc)
 
 
 class Program:
