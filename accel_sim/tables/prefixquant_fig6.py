@@ -21,7 +21,7 @@ non-increasing function of each factor; :func:`calibrate_rtx3090` finds the pair
 by alternating 1-D solves (:func:`_solve`, a bracketed secant in the slowdown 1/factor):
 ``dram`` so that decode hits its target at the current ``matmul``, then ``matmul`` so that
 prefill hits its target at that ``dram``, repeated until a round starts with decode already
-within 0.1 % (both targets then hold at the same point). The search runs on the closed-form twin
+within 0.5 % (both targets then hold at the same point). The search runs on the closed-form twin
 engine (fast), then the same procedure is repeated with the DES (the engine of the table) from
 the twin's answer; the factors are rounded to 3 decimals and the FP16 rows re-run with them.
 A test checks that the YAML holds exactly these factors. W4A4 is then a prediction with the same
