@@ -9,6 +9,7 @@ import yaml
 from pydantic import ValidationError
 
 from accel_sim.arch.schema import Arch
+from accel_sim.arch.units import unit_classes
 from accel_sim.errors import UserInputError
 
 #: Shipped architecture files (``arch_configs/`` at the repository root).
@@ -37,7 +38,8 @@ def resolve_arch_path(name_or_path: str | Path) -> Path:
 
 def _format_validation_error(err: ValidationError) -> tuple[str, str]:
     first = err.errors()[0]
-    key = ".".join(str(p) for p in first["loc"] if p not in ("systolic", "cube"))
+    kinds = {cls.model_fields["kind"].default for cls in unit_classes()}
+    key = ".".join(str(p) for p in first["loc"] if p not in kinds)  # drop the union's tag
     message = first["msg"]
     if first["type"] == "extra_forbidden":
         message = "unknown key"

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import math
 
-from accel_sim.arch.schema import SystolicArray
 from accel_sim.dataflow.common import absmax_pass, quantize_pass
 from accel_sim.dataflow.plan import ComparatorOp, MatmulOp, Plan
 from accel_sim.dataflow.registry import register
@@ -42,8 +41,7 @@ TILE_SIZES = (16, 32, 64, 128)
 
 def array_tile(arch) -> int:
     """The square output tile the unit drops work at, rounded to a stored size."""
-    unit = arch.compute
-    side = min(unit.rows, unit.cols) if isinstance(unit, SystolicArray) else unit.block_m
+    side = arch.compute.output_tile_side()
     return min(TILE_SIZES, key=lambda t: (abs(math.log2(t / side)), t))
 
 
