@@ -39,9 +39,9 @@ from accel_sim.engine import simpy_adapter
 from accel_sim.engine.program import Program
 
 #: Steps a stage may run ahead of its consumer (token queue depth; an assumption).
-QUEUE_DEPTH = 64
+QUEUE_DEPTH = 16
 #: Earlier occurrences of each state kept as candidate periods for the collapse.
-HISTORY = 8
+HISTORY = 4
 
 
 @dataclass(frozen=True)
