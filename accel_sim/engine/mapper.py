@@ -314,8 +314,9 @@ _CACHE_LIMIT = 20000
 #: faster to simulate) wins; 4,000 steps weigh 0.1 %.
 STEP_WEIGHT = 4_000_000
 
-#: How many of the best-ranked candidates (by :func:`quick_estimate`) the twin re-scores.
-RESCORE = 4
+#: How many step tiles (their best-ranked candidate each, by :func:`quick_estimate`) the
+#: closed-form model re-scores.
+RESCORE = 6
 
 
 def _best(arch: Arch, op: MatmulOp) -> Mapping:
@@ -339,8 +340,17 @@ def _best(arch: Arch, op: MatmulOp) -> Mapping:
             f"{name} needs {need} B for its double-buffered tiles but has {capacity} B",
             "memory",
         )
+    # the twin re-scores the best-ranked candidate of each of the first RESCORE step tiles: the
+    # fast bound ranks tiles less reliably than it ranks loop orders for one tile
+    shortlist, tiles = [], set()
+    for entry in ranked:
+        if entry[2].tile not in tiles:
+            tiles.add(entry[2].tile)
+            shortlist.append(entry)
+            if len(shortlist) == RESCORE:
+                break
     best = None
-    for _, i, mapping in ranked[:RESCORE]:
+    for _, i, mapping in shortlist:
         est = estimate(arch, op, mapping)
         steps = math.prod(lp.count for lp in mapping.loops)
         key = (est.cycles * (1 + steps / STEP_WEIGHT), est.dram_bytes, steps, i)
