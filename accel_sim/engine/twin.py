@@ -170,8 +170,7 @@ def _store_bound(program: Program, fill: int) -> int:
     for link, nbytes in zip(program.links, program.link_bytes):
         for port, cycles in mem.port_cycles(link.src, link.dst, nbytes):
             (stores if link.operand == "C" else loads)[port] += cycles
-    g = _group_loop(program)
-    first_group = program.count[g] if g >= 0 else 1
+    first_group = program.count[-1]  # the K steps of the first output tile (k is innermost)
     first = program.step_at(0)
     first_done = fill + first.compute_cycles * first_group
     if program.op.epilogue_ops_per_output:
