@@ -41,7 +41,7 @@ from accel_sim.engine.program import Program
 #: Steps a stage may run ahead of its consumer (token queue depth; an assumption).
 QUEUE_DEPTH = 16
 #: Earlier occurrences of each state kept as candidate periods for the collapse.
-HISTORY = 4
+HISTORY = 8
 
 
 @dataclass(frozen=True)
