@@ -266,7 +266,8 @@ def _header(arch: str, cal_arch, calib: Calibration) -> list[str]:
         f"vector: {f['vector']} (not fitted)}} in the YAML = calibrate_rtx3090(): alternating "
         f"1-D solves, dram for FP16 decode = {t['decode']:,.0f} cycles (256 tokens at 43 "
         f"tokens/s), matmul for FP16 prefill = {t['prefill']:,.0f} cycles (489 ms), each to "
-        f"0.1 %; twin engine first ({n['twin', 'decode']} decode + {n['twin', 'prefill']} "
+        f"{TOLERANCE:.1%}; twin engine first ({n['twin', 'decode']} decode + "
+        f"{n['twin', 'prefill']} "
         f"prefill runs), then the DES from the twin's answer ({n['des', 'decode']} + "
         f"{n['des', 'prefill']} runs); rounded to 3 decimals, the DES gives FP16 {pre:.1f} ms "
         f"prefill and {dec:.2f} tokens/s decode",
