@@ -39,10 +39,12 @@ def test_yaml_efficiency_is_what_calibration_derives(fig6):
     assert set(factors) == {"matmul", "dram", "vector"} and factors["vector"] == 1.0
     assert 0 < factors["matmul"] < 1 and 0 < factors["dram"] < 1
     assert factors == {k: round(v, 3) for k, v in factors.items()}
-    # the search's last DES runs hit both targets within 0.1 % (unrounded factors)
+    # the search's last DES runs hit both targets within the solver's tolerance (unrounded)
+    from accel_sim.tables.prefixquant_fig6 import TOLERANCE
+
     last = {e[1]: e for e in calib.evaluations if e[0] == "des"}
     for phase, target in calib.target_cycles.items():
-        assert last[phase][4] == pytest.approx(target, rel=1e-3)
+        assert last[phase][4] == pytest.approx(target, rel=TOLERANCE)
     assert calib.evaluation_count("des", "decode") <= 12
     assert any("calibrate_rtx3090()" in line for line in fig6.header)
 
