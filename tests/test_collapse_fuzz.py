@@ -17,7 +17,6 @@ from accel_sim.arch.load import arch_from_dict, load_arch
 from accel_sim.dataflow.plan import MatmulOp
 from accel_sim.engine.des import simulate_program
 from accel_sim.engine.program import Program
-from accel_sim.errors import UserInputError
 
 BITS = {"fp16": 16, "int8": 8, "int4": 4}
 CASES = 60
@@ -37,7 +36,7 @@ def _edit(rng: random.Random, base: dict) -> dict:
         if i > 0 and rng.random() < 0.5:
             level["buffers"] = rng.randint(1, 4)
         if i > 0 and rng.random() < 0.3:
-            level["capacity_bytes"] = int(level["capacity_bytes"] * rng.choice([0.5, 2, 4]))
+            level["capacity_bytes"] *= rng.choice([2, 4])  # larger only: every GEMM maps
     return data
 
 
@@ -50,10 +49,7 @@ def test_collapse_on_off_identical(seed):
     M, K, N = (rng.randint(1, 2048) for _ in range(3))
     op = MatmulOp("fuzz", M, K, N, precision, BITS[precision], BITS[precision],
                   epilogue_ops_per_output=rng.choice([0.0, 2.0]), count=rng.randint(1, 3))
-    try:
-        program = Program(arch, op)
-    except UserInputError:  # a halved buffer can make a GEMM unmappable: a valid answer
-        pytest.skip("unmappable on this edit")
+    program = Program(arch, op)
     fast = simulate_program(program, collapse=True)
     slow = simulate_program(program, collapse=False)
     assert (fast.cycles, fast.stalls) == (slow.cycles, slow.stalls)

@@ -21,7 +21,7 @@ def trace():
 @pytest.mark.parametrize("G,paper", [(16, 1.60), (32, 1.78), (64, 1.88)])
 def test_osc_compute_bound_speedup_tends_to_paper(G, paper):
     """OSC §3.3.2 / Table 2, M ≥ 128: with K' = K/G the matrix-unit speedup over W8A8 is
-    0.5 / (0.25 + 1/G) (DESIGN.md §3) — 1.60 / 1.78 / 1.88."""
+    0.5 / (0.25 + 1/G) (docs/dataflows.md) — 1.60 / 1.78 / 1.88."""
     gemm = "4096x4096x4096"
     w8a8 = accel_sim.simulate(CUBE, gemm, "w8a8").compute_cycles
     osc = accel_sim.simulate(CUBE, gemm, "osc", {"G": G}).compute_cycles

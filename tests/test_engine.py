@@ -26,7 +26,7 @@ def _op(M, K, N, precision="fp16", **kw):
 @pytest.mark.parametrize("M,K,N", [(16, 4096, 4096), (100, 300, 50), (2048, 768, 512), (1, 1, 1)])
 @pytest.mark.parametrize("precision,rate", [("fp16", 1), ("fp8", 2), ("fp4", 4)])
 def test_cube_compute_cycles_are_blocks_per_cycle(M, K, N, precision, rate):
-    """Ascend cube: one 16×(16·r)×16 block per cycle, edge blocks padded (DESIGN.md §2)."""
+    """Ascend cube: one 16×(16·r)×16 block per cycle, edge blocks padded (docs/engine.md)."""
     program = Program(load_arch(CUBE), _op(M, K, N, precision))
     expected = math.ceil(M / 16) * math.ceil(K / (16 * rate)) * math.ceil(N / 16)
     assert program.compute_cycles == expected

@@ -1,4 +1,4 @@
-"""FP16 baseline (DESIGN.md §3): one matmul at R16, X, W and Y in FP16."""
+"""FP16 baseline (docs/dataflows.md): one matmul at R16, X, W and Y in FP16."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""LLM.int8() (Dettmers et al. 2022; DESIGN.md §3): outlier columns in FP16, the rest in INT8.
+"""LLM.int8() (Dettmers et al. 2022; docs/dataflows.md): outlier columns in FP16, the rest in INT8.
 
 Vector unit: find the outlier columns (any |x| > 6: one compare per element), gather them
 (M·n_out FP16), per-token absmax and quantize the rest to INT8. Matrix unit: M×K×N at R8 (outlier

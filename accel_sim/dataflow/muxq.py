@@ -1,4 +1,4 @@
-"""MUXQ (MUXQ §3, Eqs. 4–7; DESIGN.md §3): outlier columns split into Body and an INT8 Aux matrix.
+"""MUXQ (MUXQ §3, Eqs. 4–7; docs/dataflows.md): outlier columns in an INT8 Aux matrix.
 
 Outlier channels are those with any |x| > 6 (LLM.int8()'s criterion). Body = X with the outlier
 columns shifted right by ``exp`` bits (divided by 2^exp); Aux = Body's outlier columns (M×n_out).

@@ -1,4 +1,4 @@
-"""OPS: outlier-aware precision slicing with the early-bird comparator (OPS §III; DESIGN.md §3).
+"""OPS: outlier-aware precision slicing with the early-bird comparator (OPS §III).
 
 X and W are quantized to INT16 (per tensor) and each split, in sign-magnitude, into a 4-bit high
 slice (sign + 3 magnitude bits) and a 12-bit low part (three 4-bit slices): a 16×16-bit product

@@ -1,4 +1,4 @@
-"""OSC: outlier suppression by a static per-group channel table (OSC §3, Algorithm 1; DESIGN.md §3).
+"""OSC: outlier suppression by a static per-group channel table (OSC §3, Alg. 1; docs/dataflows.md).
 
 Offline, Algorithm 1 picks for each group of G channels along K the channel that most often holds
 a token's largest outlier (T = α·mean|X|, α = 5); the table has ``K' ≤ ceil(K/G)`` live entries.

@@ -1,7 +1,7 @@
 """Execution plans: what a dataflow asks the hardware to do for one GEMM.
 
 A dataflow lowers a :class:`~accel_sim.workload.gemm.Gemm` into a :class:`Plan`: an ordered list of
-operations that run one after another on the accelerator (DESIGN.md §3):
+operations that run one after another on the accelerator (docs/dataflows.md):
 
 * :class:`MatmulOp` — a matmul on the matrix unit at one precision, with operand widths in *bits
   per element including their scales* (MXFP4 = 4 + 8/32 = 4.25 bits), so scale traffic is counted;

@@ -1,4 +1,4 @@
-"""The dataflow registry: one module per scheme, one ``@register`` line each (STYLE.md).
+"""The dataflow registry: one module per scheme, one ``@register`` line each.
 
 A dataflow is a function ``build(gemm, arch, stats, knobs) -> Plan``:
 

@@ -1,4 +1,4 @@
-"""W4A4 static (PrefixQuant O2; DESIGN.md §3): INT4 weights per channel, per-tensor static INT4
+"""W4A4 static (PrefixQuant O2; docs/dataflows.md): INT4 weights per channel, per-tensor static INT4
 activations, one matmul at R4. The static scale is fused into the producer of X (no absmax or
 quantize pass); the epilogue dequantizes and requantizes (2 multiplies per output). PrefixQuant's
 prefixed tokens only lengthen attention's K/V (``workload/models.py``), not the linear layers.

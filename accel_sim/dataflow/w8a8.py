@@ -1,4 +1,4 @@
-"""W8A8 (DESIGN.md §3; the OSC paper's baseline).
+"""W8A8 (docs/dataflows.md; the OSC paper's baseline).
 
 * ``w8a8`` — per-token dynamic: the vector unit finds each token's |x| maximum and quantizes X
   (reads X twice, writes INT8 X); the matmul runs at R8 with 32-bit accumulation; the epilogue

@@ -250,7 +250,7 @@ def estimate(arch: Arch, op: MatmulOp, mapping: Mapping) -> Estimate:
     """The closed-form model of a mapping (the twin, ``twin.py``) with its byte totals and the
     resource that binds (the one with the most busy cycles)."""
     from accel_sim.engine.program import Program
-    from accel_sim.engine.twin import twin_cycles  # noqa: F401 (imported late: twin imports us)
+    from accel_sim.engine.twin import twin_cycles  # imported late: twin imports program
 
     prog = Program(arch, op, mapping)
     mem = prog.memory

@@ -232,10 +232,6 @@ class Program:
         return step_busy_cycles(self.arch, self.memory, self.op, self.mapping.tile, self.rate,
                                 self.inner, ext["m"], ext["k"], ext["n"])  # fmt: skip
 
-    def codes(self, lo: int, hi: int) -> np.ndarray:
-        """Class codes of steps ``lo..hi-1`` (vectorised)."""
-        return self.codes_at(np.arange(lo, hi, dtype=np.int64))
-
     def codes_at(self, steps: np.ndarray, canonical: bool = True) -> np.ndarray:
         """Class codes (canonical, or raw digits) of the given step indices (vectorised)."""
         rest = np.array(steps, dtype=np.int64)

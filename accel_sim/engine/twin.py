@@ -65,11 +65,6 @@ def step_busy(program: Program, code: int) -> dict[object, int]:
     return busy
 
 
-def step_period(program: Program, code: int) -> int:
-    """Cycles between consecutive steps of class ``code`` in a steady state of such steps."""
-    return max(step_busy(program, code).values())
-
-
 def _group_loop(program: Program) -> int:
     """The innermost loop that iterates: one sweep of it is a *group* of steps."""
     for i in range(len(program.count) - 1, -1, -1):

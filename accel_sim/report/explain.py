@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from accel_sim.arch.schema import Arch
 from accel_sim.dataflow.plan import MatmulOp
 from accel_sim.engine.des import simulate_program
+from accel_sim.engine.mapper import estimate
 from accel_sim.engine.mapping import OPERAND_DIMS
 from accel_sim.engine.program import Program
-from accel_sim.engine.twin import twin_cycles
 
 
 def _size(nbytes: float) -> str:
@@ -36,7 +36,7 @@ class Explanation:
 def explain_matmul(arch: Arch, op: MatmulOp) -> Explanation:
     """Mapping, per-level keeps, bytes and the binding bound of ``op`` on ``arch``."""
     program = Program(arch, op)
-    mapping, mem = program.mapping, program.memory
+    mapping = program.mapping
     timing = simulate_program(program)
     names = mapping.describe_loops()
     t = mapping.tile
@@ -67,17 +67,15 @@ def explain_matmul(arch: Arch, op: MatmulOp) -> Explanation:
             link.operand) / 8
         reuse = f" = {nbytes / whole:.2f}x the operand" if whole else ""
         lines.append(f"    {link.operand} {link.label(arch):<14} {_size(nbytes):>10}{reuse}")
-    busy: dict[str, int] = {"compute (unit + its buffers' ports)": program.compute_cycles}
-    for link, nbytes in zip(program.links, program.link_bytes):
-        for (level, kind), cycles in mem.port_cycles(link.src, link.dst, nbytes):
-            label = f"port {arch.memory[level].name}:{kind}"
-            busy[label] = busy.get(label, 0) + cycles
+    est = estimate(arch, op, mapping)
+    busy = {"compute (unit + accumulator port)": est.compute_cycles,
+            **{f"port {label}": cycles for label, cycles in est.port_cycles.items()}}  # fmt: skip
     bound, bound_cycles = max(busy.items(), key=lambda kv: kv[1])
     lines.append("  bounds (cycles each resource is busy):")
     for label, cycles in sorted(busy.items(), key=lambda kv: -kv[1]):
         mark = "  <- binds" if label == bound else ""
         lines.append(f"    {label:<36} {cycles:>14,}{mark}")
-    twin = twin_cycles(program)
+    twin = est.cycles
     lines.append(f"  DES {timing.cycles:,} cycles = {timing.cycles / bound_cycles:.3f}x the "
                  f"binding bound; closed-form model {twin:,} "
                  f"({(twin - timing.cycles) / timing.cycles:+.1%})")  # fmt: skip

