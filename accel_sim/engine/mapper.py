@@ -25,12 +25,8 @@ from accel_sim.arch.units.base import StepTile
 from accel_sim.dataflow.plan import MatmulOp
 from accel_sim.engine.mapping import OPERAND_DIMS, Loop, Mapping, nest
 from accel_sim.engine.memory import MemorySystem
-from accel_sim.engine.program import step_busy_cycles
+from accel_sim.engine.program import step_busy_cycles, tile_bytes
 from accel_sim.errors import UserInputError
-
-
-def _bytes(rows: int, cols: int, bits: float) -> int:
-    return math.ceil(rows * cols * bits / 8)
 
 
 def _divisors(n: int, limit: int = 8) -> list[int]:
@@ -73,7 +69,7 @@ class _Space:
                "n": min(tile.tn, self.op.N)}  # fmt: skip
         d0, d1 = OPERAND_DIMS[operand]
         bits = self.op.accumulator_bits if operand == "C" and innermost else self.bits[operand]
-        return _bytes(ext[d0], ext[d1], bits)
+        return tile_bytes(ext[d0], ext[d1], bits)
 
     def c_staging(self, level: int, tile: StepTile) -> int:
         """Bytes a level reserves for output tiles (accumulators at the innermost C level)."""
@@ -108,7 +104,7 @@ def _crossing_bytes(space: _Space, mapping: Mapping, operand: str, p: int) -> in
     if r < 0:
         sweeps = 1
     d0, d1 = OPERAND_DIMS[operand]
-    total = _bytes(space.size[d0], space.size[d1], space.bits[operand]) * space.op.count
+    total = tile_bytes(space.size[d0], space.size[d1], space.bits[operand]) * space.op.count
     return total * sweeps
 
 
@@ -152,7 +148,7 @@ def _choose_keep(space: _Space, loops: tuple[Loop, ...], tile: StepTile) -> Mapp
             seen = {}
             for p in range(L, floor[x] - 1, -1):  # innermost first: smaller footprints first
                 rows, cols = mapping.footprint(x, p, space.size)
-                one = _bytes(rows, cols, space.bits[x])
+                one = tile_bytes(rows, cols, space.bits[x])
                 key = (mapping.window_loop(x, p), one)
                 if key in seen:
                     continue
@@ -225,7 +221,7 @@ def quick_estimate(space: _Space, mapping: Mapping) -> tuple[float, int, int]:
         first_path = 0
         for src, dst in hops:
             if x == "C":
-                nbytes = _bytes(op.M, op.N, op.c_bits) * op.count
+                nbytes = tile_bytes(op.M, op.N, op.c_bits) * op.count
             else:
                 nbytes = _crossing_bytes(space, mapping, x, mapping.position(x, dst))
                 first_path += (mem.transfer_cycles(src, dst, space.tile_bytes(x, tile, False))

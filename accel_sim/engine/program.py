@@ -64,7 +64,8 @@ class StepClass:
     outputs: int  # output elements completed (for the epilogue)
 
 
-def _tile_bytes(rows: int, cols: int, bits: float) -> int:
+def tile_bytes(rows: int, cols: int, bits: float) -> int:
+    """Bytes of a rows×cols tile at ``bits`` per element, rounded up to whole bytes."""
     return math.ceil(rows * cols * bits / 8)
 
 
@@ -99,7 +100,7 @@ def step_busy_cycles(arch: Arch, memory: MemorySystem, op: MatmulOp, tile, rate:
     eff = arch.efficiency.get("matmul", 1.0)
     if eff != 1.0:
         unit = math.ceil(unit / eff)
-    acc = memory.access_cycles(inner["C"], 0, _tile_bytes(m, n, op.accumulator_bits))
+    acc = memory.access_cycles(inner["C"], 0, tile_bytes(m, n, op.accumulator_bits))
     return max(unit, acc)
 
 
@@ -201,7 +202,7 @@ class Program:
         link_bytes, link_opens, link_closes = [], [], []
         for link in self.links:
             d0, d1 = OPERAND_DIMS[link.operand]
-            nbytes = _tile_bytes(ext[d0], ext[d1], self.operand_bits(link.operand))
+            nbytes = tile_bytes(ext[d0], ext[d1], self.operand_bits(link.operand))
             if link.operand == "C":
                 link_bytes.append(nbytes if acc_close else 0)
                 link_opens.append(acc_close)
