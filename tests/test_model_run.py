@@ -1,4 +1,4 @@
-"""Whole-model runs (accel_sim/model_run.py): totals, attention, vector work, stats, CLI."""
+"""Whole-model runs (accel_sim/model_run/): totals, attention, vector work, stats, CLI."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import argparse
 import json
 import math
 import statistics
+import subprocess
+import sys
 
 import pytest
 
@@ -160,3 +162,66 @@ def test_cli_report_json_and_out(tmp_path, capsys):
     assert out.read_text().startswith("dataflow,row,op,group,kind")
     with pytest.raises(UserInputError):
         _cli(["model", "gpt2-small", "--tokens", "4", "--out", str(tmp_path / "x.txt")])
+
+
+def test_out_is_checked_before_any_work(run_cli, tmp_path, monkeypatch):
+    import accel_sim.model_run.simulate as simulate_module
+
+    def boom(*args, **kwargs):
+        raise AssertionError("simulate_model ran before --out was checked")
+
+    monkeypatch.setattr(simulate_module, "simulate_model", boom)
+    for out in [tmp_path / "no-such-dir" / "rows.csv", tmp_path / "rows.txt", tmp_path, ""]:
+        code, stdout, err = run_cli(["model", "gpt2-small", "--tokens", "4", "--out", out])
+        assert code == 2 and stdout == "" and err.count("\n") == 1, (out, err)
+        assert err.startswith("accel-sim: error: ")
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_help_names_real_places_and_every_argument_has_help():
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers()
+    add_parser(sub)
+    model = sub.choices["model"]
+    for action in model._actions:
+        assert action.help, action.dest
+    text = model.format_help()
+    assert "accel_sim/workload/models" not in text and "workloads/models/" in text
+    from accel_sim.workload.models import MODELS_DIR
+
+    assert (MODELS_DIR / "qwen3-8b.yaml").is_file()
+    assert MODELS_DIR.parts[-2:] == ("workloads", "models")  # the folder the help names
+    from accel_sim.tables.cli import add_parser as add_table_parser
+
+    add_table_parser(sub)
+    for action in sub.choices["table"]._actions:
+        assert action.help, action.dest
+
+
+def test_list_and_strict_sizes(run_cli):
+    code, out, _ = run_cli(["model", "--list"])
+    assert code == 0 and out.splitlines()[0].startswith("all-minilm-l6-v2 ")
+    assert "huggingface.co/Qwen/Qwen3-8B" in out
+    for bad in ["+16", "16.0", "1e3", "\u0661\u0666", "0", "-1"]:
+        code, out, err = run_cli(["model", "gpt2-small", "--tokens", bad])
+        assert code == 2 and out == "" and "--tokens" in err and err.count("\n") == 1, bad
+    code, _, err = run_cli(["model", "gpt2-small"])
+    assert code == 2 and "--tokens: required" in err
+
+
+def test_knob_syntax():
+    from accel_sim.knobs import parse_knobs
+
+    assert parse_knobs(["osc.G=64", "osc.mode=fast", "ops.tau=0.5"]) == \
+        {"osc": {"G": 64, "mode": "fast"}, "ops": {"tau": 0.5}}  # fmt: skip
+    assert parse_knobs(None) == {}
+    for bad in ["osc", "osc=1", ".G=1", "osc.=1"]:
+        with pytest.raises(UserInputError, match="DATAFLOW.NAME=VALUE"):
+            parse_knobs([bad])
+
+
+def test_importing_model_run_does_not_import_the_cli():
+    code = "import sys, accel_sim.model_run; print('accel_sim.cli' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)  # fmt: skip
+    assert done.stdout.strip() == "False"

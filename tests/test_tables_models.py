@@ -123,3 +123,22 @@ def test_rows_are_json_and_plots_render(fig6, fig3, tmp_path):
         path = tmp_path / f"{result.name}.png"
         result.plot(str(path))
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_table_out_is_checked_before_any_work(run_cli, tmp_path, monkeypatch):
+    import accel_sim.tables.cli as tables_cli
+
+    def boom(*args, **kwargs):
+        raise AssertionError("the table was built before --out was checked")
+
+    monkeypatch.setattr(tables_cli, "build_table", boom)
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    blocked = tmp_path / "blocked"  # the NAME.csv path is taken by a directory
+    (blocked / "osc-table2.csv").mkdir(parents=True)
+    for out in ["", " ", a_file, blocked]:
+        code, stdout, err = run_cli(["table", "osc-table2", "--out", out])
+        assert code == 2 and stdout == "" and err.count("\n") == 1, (out, err)
+        assert err.startswith("accel-sim: error: ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "blocked"]
+    assert list((blocked / "osc-table2.csv").iterdir()) == []

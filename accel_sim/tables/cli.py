@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -39,7 +40,15 @@ def add_parser(subparsers) -> None:
     table.set_defaults(func=run)
 
 
-def _check_out_dir(out: str | Path) -> Path:
+def _check_out_dir(out: str | Path, name: str) -> Path:
+    """The ``--out`` directory, created if missing, checked writable before any work is done.
+
+    ``name``: the table, whose ``NAME.csv`` path is checked like any ``--out`` file.
+    """
+    from accel_sim.report.io import check_output_path
+
+    if not str(out).strip():
+        raise UserInputError("--out", "give a directory (an empty string is not one)")
     path = Path(out).expanduser()
     if path.exists() and not path.is_dir():
         raise UserInputError(str(path), "--out must be a directory (it is a file)")
@@ -49,6 +58,9 @@ def _check_out_dir(out: str | Path) -> Path:
         raise UserInputError(
             str(path), f"cannot create the --out directory: {err.strerror}"
         ) from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise UserInputError(str(path), "the --out directory is not writable")
+    check_output_path(path / f"{name}.csv")
     return path
 
 
@@ -122,7 +134,7 @@ def run(args) -> int:
         return 0
     if args.name not in table_names():
         raise UserInputError("table", f"unknown table {args.name!r}; known: {table_names()}")
-    out = _check_out_dir(args.out)
+    out = _check_out_dir(args.out, args.name)  # before any work: a bad --out costs nothing
     result = build_table(args.name)
     csv_path = write_table(result.table, out / f"{result.name}.csv")
     written = [csv_path]

@@ -37,19 +37,20 @@ Modelling assumptions:
 from __future__ import annotations
 
 import math
-import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from accel_sim.errors import UserInputError
+from accel_sim import resources
+from accel_sim.errors import UserInputError, user_error_from_validation
 from accel_sim.workload.gemm import Gemm
+from accel_sim.yaml_io import read_yaml
 
-#: Folder holding the shipped model files.
-MODELS_DIR = Path(__file__).resolve().parents[2] / "workloads" / "models"
+#: Folder holding the shipped model files (see :mod:`accel_sim.resources`).
+MODELS_DIR = resources.data_dir("model")
 
 PHASES = ("prefill", "decode")
 VECTOR_KINDS = ("norm", "softmax", "activation", "rotary", "residual", "router_topk")
@@ -185,28 +186,34 @@ class Workload:
 
 def list_models() -> list[str]:
     """Names of the shipped models (file stems in :data:`MODELS_DIR`)."""
-    return sorted(p.stem for p in MODELS_DIR.glob("*.yaml"))
+    return resources.list_names("model")
 
 
 def load_model(name_or_path: str | Path) -> ModelSpec:
-    """Load a shipped model by name (``qwen3-8b``) or any model YAML by path."""
+    """Load a shipped model by name (``qwen3-8b``) or any model YAML by path.
+
+    A Hugging Face ``config.json`` is read by :func:`accel_sim.workload.hf_config.load_hf_config`
+    (``accel-sim model --hf-config``), not here.
+    """
     text = str(name_or_path)
-    if isinstance(name_or_path, Path) or text.endswith((".yaml", ".yml")) or "/" in text:
+    if isinstance(name_or_path, Path) or text.endswith((".yaml", ".yml", ".json")) or "/" in text:
         path = Path(text)
         if not path.is_file():
             raise UserInputError(text, "model file not found")
+        if path.suffix == ".json":
+            raise UserInputError(text, "a JSON file is not a model YAML; for a Hugging Face "
+                                 "config.json use `accel-sim model --hf-config FILE`")  # fmt: skip
     else:
-        path = MODELS_DIR / f"{text.lower()}.yaml"
-        if not path.is_file():
-            known = ", ".join(list_models()) or "(none)"
-            raise UserInputError(text, f"unknown model; known models: {known}")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as err:
-        raise UserInputError(str(path), f"cannot read model file: {err}") from None
+        path = resources.resolve("model", text)  # a shipped name; unknown: one line naming them
+    data = read_yaml(path)
     if not isinstance(data, dict):
         raise UserInputError(str(path), "expected a mapping of model fields at the top level")
     return parse_model(data, str(path))
+
+
+def _expected_keys(loc: Sequence[str]) -> list[str]:
+    """The keys allowed at ``loc`` of a model file (for the unknown-key message)."""
+    return list((MoESpec if list(loc[:1]) == ["moe"] else ModelSpec).model_fields)
 
 
 def parse_model(data: dict, source: str = "model") -> ModelSpec:
@@ -214,28 +221,7 @@ def parse_model(data: dict, source: str = "model") -> ModelSpec:
     try:
         return ModelSpec.model_validate(data)
     except ValidationError as err:
-        raise _user_error(err, source) from None
-
-
-def _user_error(err: ValidationError, source: str) -> UserInputError:
-    first = err.errors()[0]
-    loc = [str(p) for p in first["loc"]]
-    key = ".".join(loc) or None
-    message = first["msg"]
-    if first["type"] == "extra_forbidden":
-        model = MoESpec if loc[:1] == ["moe"] else ModelSpec
-        message = f"unknown key; expected one of {', '.join(model.model_fields)}"
-    elif first["type"] == "missing":
-        message = "required key is missing"
-    else:
-        message = re.sub(r"^Value error, ", "", message)
-        match = re.match(r"^([\w.]+): (.*)$", message)
-        if match:  # cross-field check of a model validator: "field: message"
-            key = ".".join([*loc, match.group(1)])
-            message = match.group(2)
-        elif "input" in first and not isinstance(first["input"], dict):
-            message += f" (got {first['input']!r})"
-    return UserInputError(source, message, key)
+        raise user_error_from_validation(err, source, expected_keys=_expected_keys) from None
 
 
 def expert_load(moe: MoESpec, m: int) -> tuple[int, int]:

@@ -16,19 +16,15 @@ same way for all of them. Modelling assumptions (also in every result's ``notes`
   layer of one forward pass: every token, sequence and head (the softmax of all heads is one
   kernel, not one per head).
 * **Statistics**: data-dependent dataflows (OSC, MUXQ, LLM.int8(), OPS) take a real trace's
-  statistics *by layer kind*: per kind, the median over the trace's GEMMs of that kind of every
-  fraction and error; counts (``osc_table_channels``, ``outlier_channels``) are taken as a
-  density per input channel (median of count / K_trace), scaled by K_model and rounded to the
-  nearest integer. A kind the trace lacks uses the median over all its GEMMs. Numerical errors
-  are those of the trace's model, not of the simulated one.
+  statistics *by layer kind* (:class:`~accel_sim.model_run.stats.KindStats`: medians per kind,
+  channel counts scaled by K_model / K_trace); numerical errors are the trace model's.
+* **Units**: ``cycles`` of the architecture's clock, ``time_s`` in seconds, ``energy_pj`` in
+  picojoules, ``tokens_per_s`` in tokens per second.
 """
 
 from __future__ import annotations
 
 import json
-import math
-import statistics
-import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -44,13 +40,13 @@ from accel_sim.dataflow.registry import dataflow_names, get_dataflow
 from accel_sim.energy.model import price
 from accel_sim.engine.run import run_plan
 from accel_sim.errors import UserInputError
+from accel_sim.model_run.stats import KindStats
 from accel_sim.workload.gemm import Gemm
 from accel_sim.workload.models import ATTENTION_KINDS, ModelSpec, VectorWork, load_model, lower
 from accel_sim.workload.trace import Trace, load_trace
 
 DEFAULT_ARCH = "ascend_like_cube"
 DEFAULT_STATS = "smollm2-135m"
-COUNT_KEYS = ("osc_table_channels", "outlier_channels")
 ROW_COLUMNS = ["dataflow", "row", "op", "group", "kind", "run_as", "M", "K", "N", "elements",
                "count", "cycles", "compute_cycles", "stall_cycles", "time_s", "macs",
                "vector_flops", "energy_pj", "utilization"]  # fmt: skip
@@ -98,65 +94,6 @@ class ModelResult:
                                                "clock_hz", "stats_source")}  # fmt: skip
         return {**meta, "notes": list(self.notes), "totals": records(self.totals),
                 "by_kind": records(self.by_kind), "rows": records(self.table)}  # fmt: skip
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _median_tree(items: list) -> Any:
-    """Element-wise median of nested dicts of numbers (keys present in every item)."""
-    first = items[0]
-    if isinstance(first, dict):
-        keys = [k for k in first if all(isinstance(i, dict) and k in i for i in items)]
-        return {k: _median_tree([i[k] for i in items]) for k in keys}
-    numbers = [float(i) for i in items if _is_number(i)]
-    if numbers:
-        return statistics.median(numbers)
-    return None if _is_number(first) or first is None else first
-
-
-def _scale(value, fn):
-    """``fn`` applied to every number of a nested dict."""
-    return {k: _scale(v, fn) for k, v in value.items()} if isinstance(value, dict) else fn(value)
-
-
-class KindStats:
-    """A trace's statistics by layer kind (module docstring: medians, densities × K_model)."""
-
-    def __init__(self, trace: Trace) -> None:
-        self.trace = trace
-        groups: dict[str, list[dict]] = {}
-        for gemm, stats in zip(trace.gemms, trace.stats):
-            if not isinstance(stats, dict):
-                continue
-            scaled = {k: _scale(v, lambda x, K=gemm.K: float(x) / K) if k in COUNT_KEYS else v
-                      for k, v in stats.items()}  # fmt: skip
-            groups.setdefault(gemm.kind, []).append(scaled)
-            groups.setdefault("*", []).append(scaled)
-        if "*" not in groups:
-            raise UserInputError(str(trace.path), "the trace has no per-GEMM statistics")
-        self._median = {kind: _median_tree(items) for kind, items in groups.items()}
-        self.missing: set[str] = set()
-        self._cache: dict[tuple[str, int], dict] = {}
-
-    @property
-    def description(self) -> str:
-        return f"statistics from {self.trace.name} by layer kind"
-
-    def stats_for(self, gemm: Gemm) -> dict[str, Any] | None:
-        if gemm.kind in ATTENTION_KINDS:
-            return None
-        key = (gemm.kind, gemm.K)
-        if key not in self._cache:
-            kind = gemm.kind if gemm.kind in self._median else "*"
-            if kind == "*":
-                self.missing.add(gemm.kind or "(none)")
-            med = self._median[kind]
-            to_count = lambda x: int(math.floor(x * gemm.K + 0.5))  # noqa: E731
-            self._cache[key] = {k: (_scale(v, to_count) if k in COUNT_KEYS else v)
-                                for k, v in med.items()}  # fmt: skip
-        return self._cache[key]
 
 
 def attention_dataflow(arch: Arch) -> str:
@@ -326,72 +263,3 @@ def _notes(arch, spec, work, source, attn_flow, kind_stats, logits) -> list[str]
     if arch.efficiency:
         notes.append(f"efficiency factors of {arch.origin}: {dict(arch.efficiency)}")
     return notes
-
-
-def format_report(result: ModelResult) -> str:
-    """The terminal report: header, per-dataflow totals, per-kind breakdown, notes."""
-    tot = result.totals.copy()
-    tot["time_ms"] = tot["time_s"] * 1e3
-    tot["energy_mJ"] = tot["energy_pj"] * 1e-9
-    cols = ["dataflow", "cycles", "time_ms", "tokens_per_s", "energy_mJ", "linear_cycles",
-            "attention_cycles", "vector_cycles"] + \
-        (["speedup_vs_w8a8"] if "speedup_vs_w8a8" in tot else [])  # fmt: skip
-    kinds = result.by_kind.pivot_table(index=["group", "kind"], columns="dataflow",
-                                       values="share", sort=False)  # fmt: skip
-    kinds = kinds[[c for c in result.totals["dataflow"] if c in kinds.columns]]
-    fmt = {"time_ms": "{:.3f}".format, "tokens_per_s": "{:.2f}".format,
-           "energy_mJ": "{:.3f}".format, "speedup_vs_w8a8": "{:.3f}".format}  # fmt: skip
-    lines = [result.header(), "", "totals per dataflow",
-             tot[cols].to_string(index=False, formatters=fmt), "",
-             "share of cycles per layer kind",
-             kinds.to_string(float_format=lambda v: f"{v:.1%}"), ""]  # fmt: skip
-    lines += [f"note: {n}" for n in result.notes]
-    return "\n".join(lines)
-
-
-def _cmd_model(args) -> int:
-    from accel_sim.cli import _knobs  # the same --knob syntax as `accel-sim run`
-    from accel_sim.report.io import check_output_path, write_table
-
-    if args.out:
-        check_output_path(args.out)
-    result = simulate_model(
-        args.arch, args.name, args.phase, args.tokens, args.batch, args.kv_len,
-        args.dataflow or ["w8a8"], _knobs(args.knob),
-        None if args.stats_from == "none" else args.stats_from,
-        args.prefix_tokens, args.engine, progress=sys.stderr.isatty(), logits=args.logits,
-    )  # fmt: skip
-    if args.out:
-        write_table(result.table, args.out)
-    if args.json:
-        print(json.dumps(result.to_json(), indent=2))
-    else:
-        print(format_report(result))
-        if args.out:
-            print(f"\nwrote {args.out}")
-    return 0
-
-
-def add_parser(subparsers) -> None:
-    """Register ``accel-sim model NAME ...`` on the CLI's subparsers."""
-    p = subparsers.add_parser("model", help="simulate a whole model (prefill or decode)")
-    p.add_argument("name", help="shipped model name (accel_sim/workload/models) or YAML path")
-    p.add_argument("--phase", choices=("prefill", "decode"), default="prefill")
-    p.add_argument("--tokens", type=int, required=True,
-                   help="prompt length (prefill) or generated tokens (decode)")  # fmt: skip
-    p.add_argument("--batch", type=int, default=1)
-    p.add_argument("--kv-len", type=int, default=0, help="tokens already in the KV cache")
-    p.add_argument("--prefix-tokens", type=int, default=0,
-                   help="PrefixQuant prefixed tokens in the KV cache")  # fmt: skip
-    p.add_argument("--dataflow", action="extend", nargs="+",
-                   help="dataflow names or 'all' (default w8a8)")  # fmt: skip
-    p.add_argument("--knob", action="append", help="DATAFLOW.NAME=VALUE, repeatable")
-    p.add_argument("--arch", default=DEFAULT_ARCH, help="shipped name or YAML path")
-    p.add_argument("--stats-from", default=DEFAULT_STATS,
-                   help=f"trace for statistics (default {DEFAULT_STATS}; or 'none')")  # fmt: skip
-    p.add_argument("--logits", choices=("all", "last"), default="all",
-                   help="prefill LM head over all prompt tokens or the last one")  # fmt: skip
-    p.add_argument("--engine", choices=("des", "twin"), default="des")
-    p.add_argument("--json", action="store_true", help="print JSON instead of a report")
-    p.add_argument("--out", help="write the per-row table to FILE.csv|.parquet|.json")
-    p.set_defaults(func=_cmd_model)  # fmt: skip
