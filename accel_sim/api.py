@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -70,13 +71,49 @@ class SimResult:
 
 
 def _as_gemm(gemm: Gemm | str | tuple) -> Gemm:
+    """A :class:`Gemm` from a Gemm, ``"MxKxN"`` or ``(M, K, N)`` (positive integers ≤ 2**24)."""
     if isinstance(gemm, Gemm):
         return gemm
     if isinstance(gemm, str):
         return parse_gemm(gemm, "gemm")
     if isinstance(gemm, tuple | list) and len(gemm) == 3:
         return Gemm(*gemm)
-    raise UserInputError("gemm", f"expected a Gemm, 'MxKxN' or (M, K, N), got {gemm!r}")
+    raise UserInputError("gemm", f"expected a Gemm, 'MxKxN' or (M, K, N), got {_clip(gemm)}")
+
+
+def _clip(value: object, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+ENGINES = ("des", "twin")
+
+
+def _check_call(dataflow: object, knobs: object, stats: object, engine: object, where: str) -> None:
+    """Types and finiteness of :func:`simulate`'s arguments (one :class:`UserInputError`)."""
+    if not isinstance(dataflow, str):
+        raise UserInputError(
+            where, f"dataflow must be a name such as 'w8a8', got {_clip(dataflow)}"
+        )
+    if engine not in ENGINES:
+        raise UserInputError(where, f"engine must be one of {ENGINES}, got {_clip(engine)}")
+    if knobs is not None:
+        if not isinstance(knobs, Mapping):
+            raise UserInputError(where, f"knobs must be a mapping, got {_clip(knobs)}", "knobs")
+        for key, value in knobs.items():
+            if isinstance(value, float) and not math.isfinite(value):
+                raise UserInputError(where, f"knob {dataflow}.{key} is {value}; knobs must be "
+                                     "finite", f"knobs.{key}")  # fmt: skip
+    if stats is not None and not isinstance(stats, Mapping):
+        raise UserInputError(where, f"stats must be a mapping, got {_clip(stats)}", "stats")
+
+
+def _check_result(result: SimResult, source: str) -> None:
+    """Every number of a result is finite (schema bounds should guarantee it; this is the
+    backstop, raised before anything is printed or written)."""
+    from accel_sim.report.io import check_finite
+
+    check_finite(result.to_dict(), f"{source} (result of {result.dataflow} on {result.gemm})")
 
 
 def simulate(
@@ -99,9 +136,10 @@ def simulate(
         engine: ``"des"`` (cycle-level) or ``"twin"`` (closed form).
         collapse: exact steady-state collapse in the DES (turn off only to check it).
     """
+    _check_call(dataflow, knobs, stats, engine, "simulate()")
     arch = load_arch(arch)
     gemm = _as_gemm(gemm)
-    flow = get_dataflow(dataflow)
+    flow = get_dataflow(dataflow, "dataflow")
     resolved = flow.resolve_knobs(knobs)
     plan = flow.build(gemm, arch, stats, resolved)
     result = run_plan(arch, plan, engine=engine, collapse=collapse)
@@ -118,7 +156,7 @@ def simulate(
     energy = price(arch, counts, cycles)
     macs = gemm.macs * gemm.count
     peak = arch.compute.fp16_macs_per_cycle
-    return SimResult(
+    out = SimResult(
         arch=arch.name,
         dataflow=dataflow,
         gemm=gemm.label,
@@ -152,6 +190,8 @@ def simulate(
         notes=list(plan.notes),
         extra=_extra(flow, stats, resolved, gemm, plan),
     )
+    _check_result(out, arch.origin)
+    return out
 
 
 def _extra(flow, stats, knobs, gemm, plan) -> dict[str, Any]:
@@ -175,11 +215,26 @@ def simulate_many(
     engine: str = "des",
     progress: bool = False,
 ) -> pd.DataFrame:
-    """One row per (GEMM, dataflow); ``knobs`` maps dataflow name → its knobs;
-    ``stats_for(gemm)`` returns the statistics of a GEMM (or None)."""
+    """One row per (GEMM, dataflow), GEMM-major in the order given (a GEMM listed twice gives
+    its rows twice); ``knobs`` maps dataflow name → its knobs; ``stats_for(gemm)`` returns the
+    statistics of a GEMM (or None). A single GEMM or dataflow name is taken as a list of one.
+    Every GEMM, dataflow and knob is checked before the first simulation."""
+    where = "simulate_many()"
+    if isinstance(gemms, str | Gemm):
+        gemms = [gemms]
+    if isinstance(dataflows, str):
+        dataflows = [dataflows]
+    if knobs is not None and not isinstance(knobs, Mapping):
+        raise UserInputError(where, f"knobs must map dataflow → knobs, got {_clip(knobs)}", "knobs")
     arch = load_arch(arch)
     gemms = [_as_gemm(g) for g in gemms]
     flows = list(dataflows)
+    if not gemms or not flows:
+        raise UserInputError(where, "needs at least one GEMM and one dataflow")
+    for flow in flows:
+        _check_call(flow, None, None, engine, where)  # flow is a str from here on
+        _check_call(flow, (knobs or {}).get(flow), None, engine, where)
+        get_dataflow(flow, "dataflow").resolve_knobs((knobs or {}).get(flow), "knobs")
     rows = []
     jobs = [(g, f) for g in gemms for f in flows]
     iterator = jobs
@@ -230,4 +285,3 @@ def explain(
     flow = get_dataflow(dataflow)
     plan = flow.build(_as_gemm(gemm), arch, stats, flow.resolve_knobs(knobs))
     return [explain_matmul(arch, op) for op in plan.matmuls]
-

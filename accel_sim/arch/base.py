@@ -19,3 +19,23 @@ class Strict(BaseModel):
     integers and booleans are strict where declared ``StrictInt``/``StrictBool``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+# Bounds on physical parameters. Every one keeps results finite (and well inside float64) for the
+# largest GEMM the parser accepts (2**24 per dimension); each field's description states its own.
+#: Clock frequency range, Hz (1 MHz .. 100 GHz).
+MIN_CLOCK_HZ, MAX_CLOCK_HZ = 1e6, 1e11
+#: Largest latency, pipeline or startup cost of any component, cycles.
+MAX_LATENCY_CYCLES = 10**6
+#: Bandwidth range of any port, bytes per cycle (one byte per 1024 cycles .. 1e9).
+MIN_BYTES_PER_CYCLE, MAX_BYTES_PER_CYCLE = 2.0**-10, 1e9
+#: Largest capacity or in-flight window of a memory level, bytes (1 PiB).
+MAX_CAPACITY_BYTES = 2**50
+#: Largest per-action energy (pJ/byte, pJ/op, pJ/MAC) or leakage power (mW).
+MAX_ENERGY_VALUE = 1e9
+#: Largest count of parallel hardware (comparators per cycle, PEs along one side).
+MAX_PARALLEL = 2**20
+#: Largest rate of a precision relative to FP16 (MACs per cycle multiplier).
+MAX_RATE = 64
+#: Smallest efficiency factor (the largest slowdown is 1000×).
+MIN_EFFICIENCY = 1e-3

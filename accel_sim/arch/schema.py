@@ -16,7 +16,22 @@ from pydantic import (
     model_validator,
 )
 
-from accel_sim.arch.base import DEFAULT_RATES, PRECISIONS, Operand, Precision, Strict
+from accel_sim.arch.base import (
+    DEFAULT_RATES,
+    MAX_BYTES_PER_CYCLE,
+    MAX_CAPACITY_BYTES,
+    MAX_CLOCK_HZ,
+    MAX_ENERGY_VALUE,
+    MAX_LATENCY_CYCLES,
+    MAX_PARALLEL,
+    MIN_BYTES_PER_CYCLE,
+    MIN_CLOCK_HZ,
+    MIN_EFFICIENCY,
+    PRECISIONS,
+    Operand,
+    Precision,
+    Strict,
+)
 from accel_sim.arch.units import ComputeUnit, unit_classes
 from accel_sim.arch.units.cube import CubeUnit
 from accel_sim.arch.units.systolic import SystolicArray
@@ -31,15 +46,33 @@ AnyComputeUnit = Annotated[Union[tuple(unit_classes())], Field(discriminator="ki
 class VectorUnit(Strict):
     """SIMD unit for element-wise work (absmax, quantize, dequantize, softmax, norms)."""
 
-    bytes_per_cycle: StrictInt = Field(gt=0, description="FP16 lanes × 2 bytes processed per cycle")
-    startup_cycles: StrictInt = Field(0, ge=0, description="fixed issue cost per vector op")
+    bytes_per_cycle: StrictInt = Field(
+        gt=0,
+        le=int(MAX_BYTES_PER_CYCLE),
+        description=f"FP16 lanes × 2 bytes processed per cycle, 1..{MAX_BYTES_PER_CYCLE:.0e}",
+    )
+    startup_cycles: StrictInt = Field(
+        0,
+        ge=0,
+        le=MAX_LATENCY_CYCLES,
+        description=f"fixed issue cost per vector op, cycles, 0..{MAX_LATENCY_CYCLES}",
+    )
 
 
 class EarlyBirdComparator(Strict):
     """OPS's early-bird comparator (OPS §III): compares a hi×hi partial sum with τ."""
 
-    comparators: StrictInt = Field(gt=0, description="comparisons per cycle")
-    latency_cycles: StrictInt = Field(ge=0)
+    comparators: StrictInt = Field(
+        gt=0, le=MAX_PARALLEL, description=f"comparisons per cycle, 1..{MAX_PARALLEL}"
+    )
+    latency_cycles: StrictInt = Field(
+        ge=0, le=MAX_LATENCY_CYCLES, description=f"cycles, 0..{MAX_LATENCY_CYCLES}"
+    )
+
+
+_BANDWIDTH = (
+    f"bytes per cycle at this level's port, {MIN_BYTES_PER_CYCLE}..{MAX_BYTES_PER_CYCLE:.0e}"
+)
 
 
 class MemoryLevel(Strict):
@@ -51,10 +84,19 @@ class MemoryLevel(Strict):
         description="'dram' for the off-chip level (only the outermost), 'sram' on chip; "
         "omitted = dram for the outermost level, sram for the others",
     )
-    capacity_bytes: StrictInt = Field(gt=0)
-    read_bytes_per_cycle: float = Field(gt=0)
-    write_bytes_per_cycle: float = Field(gt=0)
-    latency_cycles: StrictInt = Field(0, ge=0)
+    capacity_bytes: StrictInt = Field(
+        gt=0, le=MAX_CAPACITY_BYTES, description="bytes, 1..2**50 (1 PiB)"
+    )
+    read_bytes_per_cycle: float = Field(ge=MIN_BYTES_PER_CYCLE, le=MAX_BYTES_PER_CYCLE,
+                                        description=_BANDWIDTH)  # fmt: skip
+    write_bytes_per_cycle: float = Field(ge=MIN_BYTES_PER_CYCLE, le=MAX_BYTES_PER_CYCLE,
+                                         description=_BANDWIDTH)  # fmt: skip
+    latency_cycles: StrictInt = Field(
+        0,
+        ge=0,
+        le=MAX_LATENCY_CYCLES,
+        description=f"cycles from request to usable data, 0..{MAX_LATENCY_CYCLES}",
+    )
     shared_port: StrictBool = Field(
         False,
         description="reads and writes share one port (DRAM/HBM buses); then the read "
@@ -63,9 +105,10 @@ class MemoryLevel(Strict):
     max_inflight_bytes: StrictInt | None = Field(
         None,
         gt=0,
-        description="DRAM: bytes of requests the memory side keeps in flight (outstanding "
-        "requests × request size). A stream runs at min(bandwidth, in-flight / latency) "
-        "(Little's law); None = enough to cover latency × bandwidth",
+        le=MAX_CAPACITY_BYTES,
+        description="DRAM (bytes, 1..2**50): bytes of requests the memory side keeps in flight "
+        "(outstanding requests × request size). A stream runs at min(bandwidth, in-flight / "
+        "latency) (Little's law); None = enough to cover latency × bandwidth",
     )
     holds: list[Operand] = Field(min_length=1, description="operands staged in this level")
     buffers: StrictInt = Field(
@@ -95,7 +138,11 @@ class EnergyEntry(Strict):
     which case ``node_nm`` may be omitted. See ``docs/energy.md``.
     """
 
-    value: float = Field(ge=0)
+    value: float = Field(
+        ge=0,
+        le=MAX_ENERGY_VALUE,
+        description=f"in ``unit`` (pJ/byte, pJ/op, pJ/MAC or mW), 0..{MAX_ENERGY_VALUE:.0e}",
+    )
     unit: Literal["pJ/byte", "pJ/op", "pJ/MAC", "mW"]
     node_nm: StrictInt | None = Field(
         None, gt=0, description="node of the source number (nm); required unless scaling: none"
@@ -128,7 +175,11 @@ class Arch(Strict):
 
     name: str
     description: str = ""
-    clock_hz: float = Field(gt=0)
+    clock_hz: float = Field(
+        ge=MIN_CLOCK_HZ,
+        le=MAX_CLOCK_HZ,
+        description=f"matrix-unit clock, Hz, {MIN_CLOCK_HZ:.0e}..{MAX_CLOCK_HZ:.0e}",
+    )
     compute: AnyComputeUnit
     vector: VectorUnit
     early_bird: EarlyBirdComparator | None = None
@@ -142,9 +193,9 @@ class Arch(Strict):
         description="per-action energies by component (compute, vector, early_bird, chip, or a "
         "memory level's name) then action (mac_<precision>, op, compare, leakage, read, write)"
     )
-    efficiency: dict[str, Annotated[float, Field(gt=0, le=1)]] = Field(
+    efficiency: dict[str, Annotated[float, Field(ge=MIN_EFFICIENCY, le=1)]] = Field(
         default_factory=dict,
-        description="optional efficiency factors in (0, 1]: 'matmul' scales the matrix unit's "
+        description="optional efficiency factors in [0.001, 1]: 'matmul' scales the matrix unit's "
         "step time (cycles / factor), 'dram' the DRAM bandwidth (× factor), 'vector' vector "
         "ops (cycles / factor). For GPU proxies, calibrated on FP16 rows only",
     )

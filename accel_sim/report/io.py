@@ -6,27 +6,64 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from accel_sim.errors import UserInputError
-from accel_sim.workload.gemm import Gemm
+from accel_sim.workload.gemm import Gemm, parse_dim
 
 OUTPUT_SUFFIXES = (".csv", ".parquet", ".json")
 
 
-def check_output_path(path: str | Path) -> Path:
-    """Validate ``--out`` before any work is done."""
-    path = Path(path)
-    if path.suffix not in OUTPUT_SUFFIXES:
-        raise UserInputError(str(path), f"--out must end in one of {OUTPUT_SUFFIXES}")
-    if path.parent and not path.parent.exists():
-        raise UserInputError(str(path), f"directory {path.parent} does not exist")
+def check_output_path(
+    path: str | Path | None,
+    suffixes: tuple[str, ...] | None = OUTPUT_SUFFIXES,
+    flag: str = "--out",
+) -> Path:
+    """Validate an output file path before any work is done; returns it as a :class:`Path`.
+
+    Refused, each as one :class:`UserInputError`: an empty path, a suffix not in ``suffixes``
+    (``None`` accepts any), an existing directory, a missing parent directory, and a directory
+    this process cannot create files in (read-only, ``/proc``, ``/sys``): a temporary file is
+    created there and removed again, so the error comes before the computation.
+    """
+    text = "" if path is None else str(path)
+    if not text.strip():
+        raise UserInputError(flag, "empty path; give a file name such as results/run.csv")
+    path = Path(text).expanduser()
+    if suffixes is not None and path.suffix not in suffixes:
+        raise UserInputError(str(path), f"{flag} must end in one of {suffixes}")
     if path.is_dir():
         raise UserInputError(str(path), "is a directory; give a file name")
+    parent = path.parent
+    if not parent.exists():
+        raise UserInputError(str(path), f"directory {parent} does not exist")
+    if not parent.is_dir():
+        raise UserInputError(str(path), f"{parent} is not a directory")
+    check_writable_dir(parent, str(path))
     return path
+
+
+def check_writable_dir(directory: str | Path, source: str | None = None) -> Path:
+    """Raise :class:`UserInputError` (naming ``source``, default the directory) unless a file
+    can be created in the existing ``directory``: ``os.access`` first, then a real probe file
+    (root passes ``os.access`` on read-only mounts and pseudo file systems)."""
+    directory = Path(directory)
+    source = source or str(directory)
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise UserInputError(source, f"directory {directory} is not writable")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".accel-sim-probe.", dir=directory)
+    except OSError as err:
+        reason = err.strerror or err.__class__.__name__
+        raise UserInputError(source, f"cannot create files in {directory}: {reason}") from None
+    os.close(fd)
+    Path(probe).unlink(missing_ok=True)
+    return directory
 
 
 def _atomic_write(path: Path, write) -> None:
@@ -46,6 +83,7 @@ def _atomic_write(path: Path, write) -> None:
 def write_table(df: pd.DataFrame, path: str | Path) -> Path:
     """Write ``df`` as CSV, Parquet or JSON (by suffix), atomically and deterministically."""
     path = check_output_path(path)
+    check_finite_table(df, str(path))
     if path.suffix == ".csv":
         _atomic_write(path, lambda tmp: df.to_csv(tmp, index=False, lineterminator="\n"))
     elif path.suffix == ".parquet":
@@ -73,8 +111,89 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
     return path
 
 
+def _non_finite(obj: Any, key: str = "") -> tuple[str, float] | None:
+    """(key path, value) of the first NaN or infinity in nested dicts/lists, or None."""
+    if isinstance(obj, float | np.floating):
+        return None if math.isfinite(obj) else (key or "<root>", float(obj))
+    if isinstance(obj, dict):
+        items = ((f"{key}.{k}" if key else str(k), v) for k, v in obj.items())
+    elif isinstance(obj, list | tuple):
+        items = ((f"{key}[{i}]", v) for i, v in enumerate(obj))
+    else:
+        return None
+    for sub, value in items:
+        found = _non_finite(value, sub)
+        if found:
+            return found
+    return None
+
+
+def check_finite(obj: Any, source: str) -> None:
+    """Raise :class:`UserInputError` naming the key of the first NaN or infinity in ``obj``."""
+    found = _non_finite(obj)
+    if found:
+        key, value = found
+        raise UserInputError(source, f"is {value}, not a finite number; refusing to write it "
+                             "(an architecture parameter out of range?)", key)  # fmt: skip
+
+
+#: Table columns that must be finite (other numeric columns may hold NaN for "not measured").
+FINITE_COLUMNS = ("cycles", "compute_cycles", "stall_cycles", "utilization", "macs", "time_s",
+                  "energy_pj", "pj_per_mac")  # fmt: skip
+
+
+def check_finite_table(df: pd.DataFrame, source: str) -> None:
+    """No infinity in any numeric column and no NaN in :data:`FINITE_COLUMNS` (elsewhere NaN
+    means "not applicable", e.g. the energy of a component a dataflow does not use); the error
+    names the column and the first offending row."""
+    for column in df.columns:
+        values = df[column]
+        if not pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
+            continue
+        array = values.to_numpy(dtype=float, na_value=np.nan)
+        bad = ~np.isfinite(array) if column in FINITE_COLUMNS else np.isinf(array)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise UserInputError(source, f"row {row} is {array[row]}, not a finite number; "
+                                 "refusing to write it", str(column))  # fmt: skip
+
+
 def write_json(obj: Any, path: str | Path) -> Path:
-    return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False) + "\n")
+    """Write ``obj`` as JSON atomically; NaN or infinity anywhere is refused, naming its key."""
+    check_finite(obj, str(path))
+    return atomic_write_text(
+        path, json.dumps(obj, indent=2, sort_keys=False, allow_nan=False) + "\n"
+    )
+
+
+#: Largest JSON file read, bytes (256 MiB; a compact trace's stats.json is under 1 MiB).
+MAX_JSON_BYTES = 256 * 2**20
+
+
+def read_json_file(path: str | Path, what: str = "file") -> Any:
+    """Parse the JSON file at ``path``. Missing, unreadable, truncated, too large or too deeply
+    nested files and ``NaN``/``Infinity`` literals (which JSON does not allow) are each one
+    :class:`UserInputError` naming the file (and the key of a non-finite value)."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserInputError(str(path), f"missing {what}")
+    try:
+        if path.stat().st_size > MAX_JSON_BYTES:
+            raise UserInputError(str(path), f"larger than the {MAX_JSON_BYTES}-byte limit")
+        text = path.read_bytes().decode("utf-8")
+        data = json.loads(text)  # NaN/Infinity literals parse to floats, refused below
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
+        reason = err.__class__.__name__
+        if isinstance(err, json.JSONDecodeError):
+            reason = f"{err.msg} at line {err.lineno}, column {err.colno}"
+        raise UserInputError(str(path), f"malformed, empty or truncated JSON ({reason})") from None
+    except RecursionError:
+        raise UserInputError(str(path), "JSON nested too deeply") from None
+    found = _non_finite(data)
+    if found:
+        key, value = found
+        raise UserInputError(str(path), f"value {value} (NaN/Infinity) is not allowed", key)
+    return data
 
 
 def _check_field_counts(path: Path) -> None:
@@ -93,57 +212,79 @@ def _check_field_counts(path: Path) -> None:
         raise UserInputError(str(path), f"not a readable CSV ({err.__class__.__name__})") from None
 
 
-def read_csv_checked(path: str | Path, required: list[str]) -> pd.DataFrame:
-    """A CSV with at least the ``required`` columns; any problem is one :class:`UserInputError`."""
+def read_csv_checked(path: str | Path, required: list[str], dtype: Any = None) -> pd.DataFrame:
+    """A CSV with at least the ``required`` columns and one data row; any problem is one
+    :class:`UserInputError`. ``dtype=str`` keeps every cell as written (for strict parsing)."""
     path = Path(path)
     if not path.is_file():
         raise UserInputError(str(path), "file not found")
     _check_field_counts(path)
     try:
-        df = pd.read_csv(path, skipinitialspace=True, index_col=False)
+        df = pd.read_csv(path, skipinitialspace=True, index_col=False, dtype=dtype)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
         raise UserInputError(str(path), f"not a readable CSV ({err.__class__.__name__})") from None
     missing = [c for c in required if c not in df.columns]
     if missing:
         raise UserInputError(str(path), f"missing column(s) {missing}")
+    if df.empty:
+        raise UserInputError(str(path), "no data rows (header only)")
     if df[required].isna().any().any():
-        raise UserInputError(str(path), "empty or NaN cells in required columns")
+        column = next(c for c in required if df[c].isna().any())
+        row = int(np.flatnonzero(df[column].isna().to_numpy())[0]) + 1
+        raise UserInputError(str(path), f"empty or NaN cell in data row {row}", column)
     return df
 
 
+#: Largest ``--gemms`` CSV accepted, in bytes (64 MiB, about two million rows).
+MAX_GEMM_CSV_BYTES = 64 * 2**20
+
+
 def read_gemm_csv(path: str | Path) -> list[Gemm]:
-    """GEMMs from a CSV with columns ``M,K,N`` and optionally ``name`` (one row per GEMM)."""
+    """GEMMs from a CSV with columns ``M,K,N`` and optionally ``name`` (one row per GEMM).
+
+    M, K and N are strict ASCII decimal integers in ``1..MAX_DIM`` (2**24); a bad cell is one
+    :class:`UserInputError` naming ``file:line:column``. Blank lines are skipped."""
+    import csv
+
     path = Path(path)
     if not path.is_file():
         raise UserInputError(str(path), "GEMM file not found")
-    _check_field_counts(path)
+    if path.stat().st_size > MAX_GEMM_CSV_BYTES:
+        raise UserInputError(str(path), f"larger than the {MAX_GEMM_CSV_BYTES}-byte limit")
     try:
-        df = pd.read_csv(path, skipinitialspace=True, index_col=False, dtype=str)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+        text = path.read_bytes().decode("utf-8-sig")
+        rows = list(_numbered_rows(csv.reader(text.splitlines(keepends=True))))
+    except (UnicodeDecodeError, csv.Error) as err:
         raise UserInputError(str(path), f"not a readable CSV ({err.__class__.__name__})") from None
-    missing = [c for c in ("M", "K", "N") if c not in df.columns]
+    if not rows:
+        raise UserInputError(str(path), "empty file; expected a header M,K,N[,name]")
+    header = [c.strip() for c in rows[0][1]]
+    missing = [c for c in ("M", "K", "N") if c not in header]
     if missing:
         raise UserInputError(str(path), f"missing column(s) {missing}; need M,K,N[,name]")
-    extra = sorted(set(df.columns) - {"M", "K", "N", "name"})
+    extra = sorted(set(header) - {"M", "K", "N", "name"})
     if extra:
         raise UserInputError(str(path), f"unknown column(s) {extra}; allowed: M,K,N,name")
-    if df.empty:
-        raise UserInputError(str(path), "no GEMM rows")
+    if len(set(header)) != len(header):
+        raise UserInputError(str(path), f"a column appears twice in the header {header}")
+    where = {c: header.index(c) for c in header}
     gemms = []
-    for row_number, row in enumerate(df.itertuples(index=False), start=2):
-        dims = []
-        for dim in ("M", "K", "N"):
-            value = getattr(row, dim)
-            try:
-                number = float(value)
-            except (TypeError, ValueError):
-                number = math.nan
-            if not math.isfinite(number) or number != int(number) or number <= 0:
-                raise UserInputError(
-                    f"{path}:{row_number}", f"{dim}={value!r} must be a positive integer", dim
-                )
-            dims.append(int(number))
-        name = getattr(row, "name", "") if "name" in df.columns else ""
-        name = "" if not isinstance(name, str) else name
+    for line, row in rows[1:]:
+        if len(row) != len(header):
+            raise UserInputError(f"{path}:{line}", f"{len(row)} fields, but the header has "
+                                 f"{len(header)}")  # fmt: skip
+        dims = [parse_dim(row[where[d]], d, f"{path}:{line}:{where[d] + 1}") for d in "MKN"]
+        name = row[where["name"]].strip() if "name" in where else ""
         gemms.append(Gemm(*dims, name=name))
+    if not gemms:
+        raise UserInputError(str(path), "no GEMM rows")
     return gemms
+
+
+def _numbered_rows(reader) -> Iterator[tuple[int, list[str]]]:
+    """(line number where the record starts, fields) of every non-blank CSV record."""
+    start = 1
+    for row in reader:
+        if any(cell.strip() for cell in row):
+            yield start, row
+        start = reader.line_num + 1

@@ -31,9 +31,10 @@ import pandas as pd
 from accel_sim.errors import UserInputError
 from accel_sim.quant import reference as ref
 from accel_sim.quant.formats import mse_clip_scale
-from accel_sim.report.io import atomic_write_text, read_csv_checked, sha256_file
+from accel_sim.report.io import atomic_write_text, read_csv_checked, read_json_file, sha256_file
 from accel_sim.workload import stats as S
 from accel_sim.workload import stats_ops as SO
+from accel_sim.workload.npio import load_npy
 
 GRID = {
     "osc_alpha": 5.0,
@@ -142,7 +143,9 @@ def compact_trace(full_dir: str | Path, out_dir: str | Path, progress: bool = Tr
     """Build the compact trace of the full trace in ``full_dir`` into ``out_dir``."""
     full, out = Path(full_dir), Path(out_dir)
     df = read_csv_checked(full / "gemms.csv", ["index", "layer", "name", "kind", "M", "K", "N"])
-    manifest = json.loads((full / "manifest.json").read_text())
+    manifest = read_json_file(full / "manifest.json", "file (not a full trace?)")
+    if not isinstance(manifest, dict):
+        raise UserInputError(str(full / "manifest.json"), "expected a JSON object at the top level")
     x_cache: dict[str, dict] = {}
     per_gemm, samples = [], {}
     sample_at = _sample_indices(df)
@@ -152,8 +155,8 @@ def compact_trace(full_dir: str | Path, out_dir: str | Path, progress: bool = Tr
 
         rows = tqdm(list(rows), desc="compacting", unit="gemm")
     for row in rows:
-        X = np.load(full / f"X_{row.index}.npy").astype(np.float32)
-        W = np.load(full / f"W_{row.index}.npy").astype(np.float32)
+        X = load_npy(full / f"X_{row.index}.npy").astype(np.float32)
+        W = load_npy(full / f"W_{row.index}.npy").astype(np.float32)
         if not (np.isfinite(X).all() and np.isfinite(W).all()):
             raise UserInputError(str(full / f"X_{row.index}.npy"), "NaN or Inf in the trace")
         if row.kind == "lm_head_in":

@@ -14,7 +14,7 @@ Full traces (every X and W as ``.npy``) are written by ``accel-sim trace capture
 
 from __future__ import annotations
 
-import json
+import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -23,8 +23,9 @@ from typing import Any
 import numpy as np
 
 from accel_sim.errors import UserInputError
-from accel_sim.report.io import read_csv_checked
-from accel_sim.workload.gemm import Gemm
+from accel_sim.report.io import read_csv_checked, read_json_file
+from accel_sim.workload.gemm import Gemm, parse_dim
+from accel_sim.workload.npio import load_npz
 
 TRACE_DIR = Path(__file__).resolve().parents[2] / "traces"
 GEMM_COLUMNS = ["index", "layer", "name", "kind", "M", "K", "N"]
@@ -54,8 +55,7 @@ class Trace:
         path = self.path / "samples.npz"
         if not path.is_file():
             raise UserInputError(str(path), "this trace has no sample tensors")
-        with np.load(path) as data:
-            return {k: data[k] for k in data.files}
+        return load_npz(path)
 
 
 def resolve_trace_path(name_or_path: str | Path) -> Path:
@@ -69,33 +69,58 @@ def resolve_trace_path(name_or_path: str | Path) -> Path:
     raise UserInputError(str(name_or_path), f"no such trace directory; shipped traces: {known}")
 
 
-def _read_json(path: Path) -> Any:
-    if not path.is_file():
-        raise UserInputError(str(path), "missing file (not a compact trace?)")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise UserInputError(
-            str(path), f"malformed or truncated JSON ({err.__class__.__name__})"
-        ) from None
+_LAYER = re.compile(r"-?[0-9]{1,9}")
+
+
+def _parse_layer(text: str, source: str) -> int:
+    """A layer index: an ASCII decimal integer >= -1 (-1 = not applicable)."""
+    value = text.strip()
+    if not _LAYER.fullmatch(value) or int(value) < -1:
+        raise UserInputError(source, f"layer={text!r} must be an integer >= -1", "layer")
+    return int(value)
+
+
+def _gemms(path: Path) -> list[Gemm]:
+    """The GEMMs of ``gemms.csv``; M, K, N strict ASCII integers (``16.7`` is not truncated)."""
+    csv_path = path / "gemms.csv"
+    df = read_csv_checked(csv_path, GEMM_COLUMNS, dtype=str)
+    gemms = []
+    for row_number, row in enumerate(df.itertuples(index=False), start=1):
+        where = f"{csv_path} (data row {row_number})"
+        dims = [parse_dim(getattr(row, d), d, where) for d in "MKN"]
+        gemms.append(Gemm(*dims, name=str(row.name), kind=str(row.kind).strip(),
+                          layer=_parse_layer(str(row.layer), where)))  # fmt: skip
+    names = [g.name for g in gemms]
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise UserInputError(str(csv_path), f"GEMM name {dup!r} appears twice; names key the "
+                             "statistics and must be unique", "name")  # fmt: skip
+    return gemms
 
 
 def load_trace(name_or_path: str | Path) -> Trace:
-    """Load a compact trace by shipped name (``smollm2-135m``) or directory path."""
+    """Load a compact trace by shipped name (``smollm2-135m``) or directory path.
+
+    Checked here, before any work: ``manifest.json`` is a JSON object; ``gemms.csv`` has at least
+    one row of strict integers; ``stats.json`` is an object whose ``gemms`` list has one object
+    per GEMM; no JSON file holds NaN or Infinity."""
     path = resolve_trace_path(name_or_path)
-    manifest = _read_json(path / "manifest.json")
-    df = read_csv_checked(path / "gemms.csv", GEMM_COLUMNS)
-    gemms = []
-    for row_number, row in enumerate(df.itertuples(index=False), start=2):
-        try:
-            gemms.append(Gemm(int(row.M), int(row.K), int(row.N), name=str(row.name),
-                              kind=str(row.kind), layer=int(row.layer)))  # fmt: skip
-        except (TypeError, ValueError) as err:
-            raise UserInputError(f"{path / 'gemms.csv'}:{row_number}", f"bad row: {err}") from None
-    stats = _read_json(path / "stats.json")
-    per_gemm = stats.get("gemms") if isinstance(stats, dict) else None
+    manifest = read_json_file(path / "manifest.json", "file (not a compact trace?)")
+    if not isinstance(manifest, dict):
+        raise UserInputError(str(path / "manifest.json"), "expected a JSON object at the top "
+                             f"level, got {type(manifest).__name__}")  # fmt: skip
+    gemms = _gemms(path)
+    stats_path = path / "stats.json"
+    stats = read_json_file(stats_path, "file (not a compact trace?)")
+    if not isinstance(stats, dict):
+        raise UserInputError(str(stats_path), "expected a JSON object at the top level, got "
+                             f"{type(stats).__name__}")  # fmt: skip
+    per_gemm = stats.get("gemms")
     if not isinstance(per_gemm, list) or len(per_gemm) != len(gemms):
-        raise UserInputError(
-            str(path / "stats.json"), f"expected 'gemms' with {len(gemms)} entries (one per GEMM)"
-        )
+        raise UserInputError(str(stats_path), f"expected a list with {len(gemms)} entries (one "
+                             "per GEMM of gemms.csv)", "gemms")  # fmt: skip
+    for i, entry in enumerate(per_gemm):
+        if not isinstance(entry, dict):
+            raise UserInputError(str(stats_path), f"expected an object, got "
+                                 f"{type(entry).__name__}", f"gemms[{i}]")  # fmt: skip
     return Trace(path, manifest, tuple(gemms), tuple(per_gemm))

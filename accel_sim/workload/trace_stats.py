@@ -7,13 +7,14 @@ Accepted inputs: a compact trace directory (its stored statistics), a full trace
 
 from __future__ import annotations
 
-import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from accel_sim.errors import UserInputError
+from accel_sim.workload.gemm import parse_dim
+from accel_sim.workload.npio import load_arrays, load_npy
 from accel_sim.workload.stats_ops import tensor_stats
 
 SUMMARY_KEYS = ("shape", "absmax", "mean_abs", "osc_threshold", "clustering_density",
@@ -21,19 +22,8 @@ SUMMARY_KEYS = ("shape", "absmax", "mean_abs", "osc_threshold", "clustering_dens
                 "osc_table_hit_rate", "int16_hi_zero_fraction_w")  # fmt: skip
 
 
-def _load_arrays(path: Path) -> dict[str, np.ndarray]:
-    try:
-        if path.suffix == ".npy":
-            return {path.stem: np.load(path, allow_pickle=False)}
-        with np.load(path, allow_pickle=False) as data:
-            return {name: data[name] for name in data.files}
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as err:
-        raise UserInputError(str(path), f"not a readable .npy/.npz file (truncated?): {err}") \
-            from None  # fmt: skip
-
-
 def array_stats(path: Path) -> list[dict[str, Any]]:
-    arrays = _load_arrays(path)
+    arrays = load_arrays(path)  # sizes checked before allocation (accel_sim.workload.npio)
     if not arrays:
         raise UserInputError(str(path), "contains no arrays")
     out = []
@@ -59,13 +49,20 @@ def trace_dir_stats(path: Path) -> list[dict[str, Any]]:
              **{k: s[k] for k in SUMMARY_KEYS if k in s}}
             for g, s in zip(trace.gemms, trace.stats)
         ]  # fmt: skip
-    df = read_csv_checked(path / "gemms.csv", ["index", "name", "kind", "M", "K", "N"])
+    csv_path = path / "gemms.csv"
+    df = read_csv_checked(csv_path, ["index", "name", "kind", "M", "K", "N"], dtype=str)
     out = []
-    for row in df.itertuples(index=False):
-        x_path = path / f"X_{row.index}.npy"
-        X = _load_arrays(x_path)[x_path.stem]
-        out.append({"name": row.name, "kind": row.kind, "M": int(row.M), "K": int(row.K),
-                    "N": int(row.N), **tensor_stats(X, source=str(x_path))})  # fmt: skip
+    for number, row in enumerate(df.itertuples(index=False), start=1):
+        where = f"{csv_path} (data row {number})"
+        index = str(row.index).strip()
+        if not index.isascii() or not index.isdigit():
+            raise UserInputError(where, f"index={row.index!r} must be a non-negative integer",
+                                 "index")  # fmt: skip
+        dims = {d: parse_dim(getattr(row, d), d, where) for d in "MKN"}
+        x_path = path / f"X_{int(index)}.npy"
+        X = load_npy(x_path)
+        out.append({"name": row.name, "kind": row.kind, **dims,
+                    **tensor_stats(X, source=str(x_path))})  # fmt: skip
     return out
 
 

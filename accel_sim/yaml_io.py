@@ -1,0 +1,111 @@
+"""The one YAML reader for user files (architectures, models, sweeps).
+
+Safe loading (no Python objects) plus three refusals ``yaml.safe_load`` does not make:
+
+* a key given twice in one mapping (``safe_load`` silently keeps the last value);
+* nesting deeper than :data:`MAX_DEPTH` collections (deep nesting ends in a RecursionError);
+* files larger than :data:`MAX_BYTES`.
+
+Every problem is one :class:`~accel_sim.errors.UserInputError` naming the file and the line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from yaml.constructor import ConstructorError
+from yaml.nodes import MappingNode, Node
+
+from accel_sim.errors import UserInputError
+
+#: Deepest nesting of mappings and sequences accepted (our files use fewer than 8 levels).
+MAX_DEPTH = 64
+#: Largest YAML file accepted, in bytes (16 MiB; shipped files are a few KiB).
+MAX_BYTES = 16 * 2**20
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class _Refused(yaml.YAMLError):
+    """A refusal of :class:`_StrictLoader`, carrying the message, key and 1-based line."""
+
+    def __init__(self, message: str, key: str | None, line: int) -> None:
+        super().__init__(message)
+        self.message, self.key, self.line = message, key, line
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """``SafeLoader`` refusing duplicate keys and nesting deeper than :data:`MAX_DEPTH`."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node:
+        collection = self.check_event(yaml.CollectionStartEvent)
+        self._depth += collection
+        try:
+            if self._depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark
+                raise _Refused(f"nested deeper than {MAX_DEPTH} levels at line {mark.line + 1}, "
+                               f"column {mark.column + 1}", None, mark.line + 1)  # fmt: skip
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= collection
+
+    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict:
+        if isinstance(node, MappingNode):
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == _MERGE_TAG:
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    first = seen.get(key)
+                except TypeError:  # an unhashable key: SafeConstructor reports it
+                    continue
+                line = key_node.start_mark.line + 1
+                if first is not None:
+                    raise _Refused(
+                        f"duplicate key at line {line} (first given at line {first})",
+                        str(key),
+                        line,
+                    )
+                seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_yaml_text(text: str, source: str) -> Any:
+    """Parse YAML ``text`` read from ``source`` (a file path, for messages)."""
+    loader = _StrictLoader(text)
+    try:
+        return loader.get_single_data()
+    except _Refused as err:
+        raise UserInputError(source, err.message, err.key) from None
+    except RecursionError:
+        raise UserInputError(source, f"nested too deeply (limit {MAX_DEPTH} levels)") from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(err, "problem", None) or "malformed YAML"
+        if isinstance(err, ConstructorError) and "unhashable" in str(problem):
+            problem = "a mapping key must be a plain value"
+        raise UserInputError(source, f"malformed YAML{where}: {problem}") from None
+    finally:
+        loader.dispose()
+
+
+def read_yaml(path: str | Path) -> Any:
+    """Read and parse the YAML file at ``path``; every problem is one :class:`UserInputError`."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise UserInputError(str(path), f"{size} bytes; YAML files are limited to {MAX_BYTES}")
+        text = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise UserInputError(str(path), "file not found") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise UserInputError(str(path), f"cannot read: {err.__class__.__name__}") from None
+    return load_yaml_text(text, str(path))
