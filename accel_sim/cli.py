@@ -3,14 +3,24 @@
 Every user mistake ends as one line on stderr and exit code 2, with no partial output file.
 """
 
+
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
 from accel_sim.errors import UserInputError
+from accel_sim.knobs import parse_knobs
+
+DESCRIPTION = """\
+Cycle-level simulator of accelerators (systolic arrays, cube units, memory hierarchy) running
+GEMMs from quantized LLMs under the FP16, W8A8, OSC, MUXQ, OPS, LLM.int8() and W4A4 dataflows.
+Prints cycles, time, energy and numerical error. Start with `accel-sim run` (the shipped
+Ascend-like cube on a real SmolLM2-135M trace, every dataflow); `accel-sim COMMAND --help` for
+each command."""
 
 DEFAULT_ARCH = "ascend_like_cube"
 DEFAULT_TRACE = "smollm2-135m"
@@ -21,28 +31,12 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
-def _knobs(pairs: list[str] | None) -> dict[str, dict]:
-    """``--knob osc.G=32`` → ``{"osc": {"G": 32}}`` (values parsed as JSON when they can be)."""
-    out: dict[str, dict] = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        flow, dot, name = key.partition(".")
-        if not sep or not dot or not name:
-            raise UserInputError("--knob", f"expected DATAFLOW.NAME=VALUE, got {pair!r}")
-        try:
-            parsed = json.loads(value)
-        except json.JSONDecodeError:
-            parsed = value
-        out.setdefault(flow, {})[name] = parsed
-    return out
-
-
 def _cmd_run(args) -> int:
     from accel_sim.api import dataflows, explain, simulate, simulate_many, unsupported_reason
     from accel_sim.arch.load import load_arch
     from accel_sim.dataflow.registry import get_dataflow
     from accel_sim.report.io import check_output_path, read_gemm_csv, write_table
-    from accel_sim.report.text import add_speedup, single_report, table_report, totals
+    from accel_sim.report.text import add_speedup, single_report, summary_report, table_report
     from accel_sim.workload.gemm import parse_gemm
     from accel_sim.workload.trace import load_trace
 
@@ -57,7 +51,7 @@ def _cmd_run(args) -> int:
         trace = load_trace(args.trace or DEFAULT_TRACE)
         gemms += list(trace.gemms)
     flows = args.dataflow or (["all"] if trace else ["w8a8"])
-    knobs = _knobs(args.knob)
+    knobs = parse_knobs(args.knob)
     if "all" in flows:
         flows = []
         sample = trace.gemms[0] if trace else None
@@ -95,12 +89,14 @@ def _cmd_run(args) -> int:
     if args.json:
         print(df.to_json(orient="records", indent=2))
     else:
-        source = f" · trace {trace.name} ({trace.path})" if trace else ""
+        source = f" · trace {trace.name}" if trace else ""
         print(f"accel-sim · {arch.name}{source} · {len(gemms)} GEMM(s) × {len(flows)} "
-              "dataflow(s)\n")  # fmt: skip
-        print(table_report(df))
-        print("\ntotals")
-        print(totals(df).to_string(index=False))
+              "dataflow(s) · totals per dataflow\n")  # fmt: skip
+        print(summary_report(df, arch.clock_hz))
+        if args.per_gemm:
+            print("\nper GEMM\n" + table_report(df))
+        elif not args.out:
+            print("\n(one row per GEMM and dataflow: add --per-gemm, or --out results/run.csv)")
         if args.out:
             print(f"\nwrote {args.out}")
     return 0
@@ -167,33 +163,51 @@ def _cmd_dataflows(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="accel-sim", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = _Parser(prog="accel-sim", description=DESCRIPTION,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser.add_argument("--version", action="version", version=f"accel-sim {_version()}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser,
+                                metavar="COMMAND")  # fmt: skip
 
     run = sub.add_parser("run", help="simulate GEMMs under one or more dataflows")
-    run.add_argument("--arch", default=DEFAULT_ARCH, help="shipped name or YAML path")
-    run.add_argument("--gemm", action="append", help="MxKxN, repeatable")
-    run.add_argument("--gemms", help="CSV with columns M,K,N[,name]")
+    run.add_argument("--arch", default=DEFAULT_ARCH,
+                     help=f"shipped architecture name (see `accel-sim arch list`) or a YAML "
+                          f"file (default: {DEFAULT_ARCH})")  # fmt: skip
+    run.add_argument("--gemm", action="append", metavar="MxKxN",
+                     help="one GEMM: M tokens x K inputs x N outputs, plain integers, e.g. "
+                          "2048x4096x4096; repeatable")  # fmt: skip
+    run.add_argument("--gemms", metavar="FILE.csv",
+                     help="CSV of GEMMs with columns M,K,N and an optional name")
     run.add_argument("--trace", help="compact trace directory or shipped name (default when no "
                      f"GEMM is given: {DEFAULT_TRACE})")  # fmt: skip
-    run.add_argument("--dataflow", action="append", help="dataflow name or 'all', repeatable")
-    run.add_argument("--knob", action="append", help="DATAFLOW.NAME=VALUE, repeatable")
-    run.add_argument("--engine", choices=("des", "twin"), default="des")
+    run.add_argument("--dataflow", action="append",
+                     help="dataflow name (see `accel-sim dataflows`) or 'all'; repeatable "
+                          "(default: all for a trace, else w8a8)")  # fmt: skip
+    run.add_argument("--knob", action="append", metavar="DATAFLOW.NAME=VALUE",
+                     help="set a dataflow knob, e.g. osc.G=64; repeatable")
+    run.add_argument("--engine", choices=("des", "twin"), default="des",
+                     help="des: the discrete-event simulation (default); twin: its closed-form "
+                          "model, faster, within a few %% (docs/engine.md)")  # fmt: skip
     run.add_argument("--json", action="store_true", help="print JSON instead of a report")
+    run.add_argument("--per-gemm", action="store_true",
+                     help="also print one row per GEMM and dataflow after the totals")
     run.add_argument("--explain", action="store_true",
                      help="print each matmul's mapping: loop nest, what every level keeps, bytes "
                           "per link, the binding bound")  # fmt: skip
-    run.add_argument("--out", help="write the table to FILE.csv|.parquet|.json")
+    run.add_argument("--out", metavar="FILE",
+                     help="write one row per GEMM and dataflow to FILE.csv|.parquet|.json "
+                          "(e.g. results/run.csv)")  # fmt: skip
     run.set_defaults(func=_cmd_run)
 
     arch = sub.add_parser("arch", help="architecture files")
     arch_sub = arch.add_subparsers(dest="arch_cmd", required=True, parser_class=_Parser)
     arch_sub.add_parser("list", help="shipped architectures")
-    show = arch_sub.add_parser("show", help="print a validated architecture")
-    show.add_argument("name")
+    show = arch_sub.add_parser("show", help="print a validated architecture as JSON")
+    show.add_argument("name", help="shipped architecture name or YAML file")
     conv = arch_sub.add_parser("from-scalesim", help="convert a SCALE-Sim v3 .cfg")
-    conv.add_argument("config")
-    conv.add_argument("-o", "--output", required=True)
+    conv.add_argument("config", help="SCALE-Sim v3 configuration file (.cfg)")
+    conv.add_argument("-o", "--output", required=True, metavar="FILE.yaml",
+                      help="architecture file to write")  # fmt: skip
     arch.set_defaults(func=_cmd_arch)
 
     trace = sub.add_parser("trace", help="capture real GEMM traces and their statistics")
@@ -201,13 +215,14 @@ def build_parser() -> argparse.ArgumentParser:
     cap = trace_sub.add_parser("capture", help="run a real model offline and record its GEMMs")
     cap.add_argument("--model", required=True, help="smollm2-135m or all-minilm-l6-v2")
     cap.add_argument("--out", required=True, help="directory for the full trace (outside git)")
-    cap.add_argument("--max-tokens", type=int, default=256)
+    cap.add_argument("--max-tokens", type=int, default=256,
+                     help="tokens of the shipped prompt to run (default: 256)")
     comp = trace_sub.add_parser("compact", help="full trace → compact trace")
-    comp.add_argument("full")
-    comp.add_argument("--out", required=True)
+    comp.add_argument("full", help="directory written by `accel-sim trace capture`")
+    comp.add_argument("--out", required=True, help="directory for the compact trace")
     stats = trace_sub.add_parser("stats", help="outlier statistics per GEMM or 2-D array")
     stats.add_argument("path", help="trace directory, shipped trace name, .npz or .npy")
-    stats.add_argument("--json", action="store_true")
+    stats.add_argument("--json", action="store_true", help="print JSON instead of a table")
     trace.set_defaults(func=_cmd_trace)
 
     flows = sub.add_parser("dataflows", help="list dataflows and their knobs")
@@ -223,14 +238,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _version() -> str:
+    import accel_sim
+
+    return getattr(accel_sim, "__version__", "unknown")
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``accel-sim``; returns the exit code (0 ok, 2 user error)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()
+        return code
     except UserInputError as err:
         print(f"accel-sim: error: {err}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # the reader went away (`accel-sim run | head`): stop quietly, as Unix tools do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a tool killed by the closed pipe
     except KeyboardInterrupt:
         print("accel-sim: interrupted", file=sys.stderr)
         return 130

@@ -1,4 +1,5 @@
-"""Design-space sweeps: grid expansion, hashing, determinism, SIGKILL + restart, bad specs.
+"""Design-space sweeps: grid expansion, hashing, determinism, SIGKILL + restart, bad specs,
+point-file checksums, the grid-size limit, --out and --scheduler checks, plot labels.
 
 Most runs use ``scheduler="synchronous"`` (in-process, no Dask) to stay fast; one test runs a real
 LocalCluster and the SIGKILL test runs the command in its own process group, cluster included.
@@ -21,7 +22,7 @@ import yaml
 
 import accel_sim
 from accel_sim.errors import UserInputError
-from accel_sim.sweep import expand, load_spec, run_sweep
+from accel_sim.sweep import MAX_POINTS, expand, load_spec, run_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = {
@@ -150,7 +151,8 @@ def _start(spec: Path, out: Path) -> subprocess.Popen:
 def test_sigkill_then_restart_recomputes_nothing_finished(tmp_path):
     spec = dict(SMALL, grid={"compute.block_m": [8, 16, 32],
                              "memory.HBM.read_bytes_per_cycle": [9.25, 18.5, 37, 74]})  # fmt: skip
-    spec["workloads"] = [{"gemm": g} for g in ("64x2048x2048", "256x1024x2048", "512x2048x1024")]
+    # ~0.05 s a point on the DES: the kill lands mid-run, the whole test stays well under 60 s
+    spec["workloads"] = [{"gemm": g} for g in ("16x512x512", "64x512x1024", "128x1024x512")]
     path = write_spec(tmp_path, spec)
     total = 3 * 12 * 4
     out, points_dir = tmp_path / "killed", tmp_path / "killed" / "points"
@@ -258,3 +260,156 @@ def test_shipped_sweeps_expand(tmp_path):
     example = expand(load_spec(ROOT / "workloads/sweeps/example.yaml"))
     assert len(example) == 144
     shutil.rmtree(tmp_path)
+
+
+# ------------------------------------------------------------------ issue 11: bad points, limits
+TINY = {  # 4 points on the closed-form engine: 2 L2 capacities × 2 dataflows × 1 GEMM
+    "base_arch": "ascend_like_cube",
+    "engine": "twin",
+    "grid": {"memory.1.capacity_bytes": [4194304, 8388608]},
+    "dataflows": ["w8a8", "w4a4_static"],
+    "workloads": [{"gemm": "64x512x512"}],
+    "heatmap": ["memory.1.capacity_bytes", "workload"],
+}
+
+
+def _cli(argv: list[str], capsys) -> tuple[int, list[str]]:
+    """``accel-sim ARGV`` in this process: (exit code, stderr lines)."""
+    from accel_sim.cli import main
+
+    code = main(argv)
+    return code, capsys.readouterr().err.splitlines()
+
+
+def test_bad_point_files_are_named_once_and_recomputed(tmp_path, capfd):
+    import pyarrow.parquet as pq
+
+    spec, out = write_spec(tmp_path, TINY), tmp_path / "out"
+    first = run_sweep(spec, out, scheduler="synchronous", progress=False)
+    files = [out / "points" / f"{h}.parquet" for h in first["point_hash"]]
+    assert all(pq.read_schema(f).metadata[b"accel_sim.point_sha256"] for f in files)
+    files[0].write_bytes(files[0].read_bytes()[:100])  # truncated
+    files[1].write_bytes(b"")  # empty
+    table = pq.read_table(files[2])  # edited, metadata (the old checksum) kept
+    pq.write_table(table.set_column(table.schema.get_field_index("cycles"), "cycles",
+                                    [[1]]), files[2])  # fmt: skip
+    pq.write_table(table.replace_schema_metadata({}), files[3])  # no checksum at all
+    capfd.readouterr()
+    again = run_sweep(spec, out, scheduler="synchronous", progress=False)
+    err = capfd.readouterr().err
+    for path, why in zip(files, ("unreadable", "empty file", "does not match", "no checksum")):
+        lines = [line for line in err.splitlines() if str(path) in line]
+        assert len(lines) == 1 and why in lines[0] and "recomputing" in lines[0], err
+    assert "Traceback" not in err and "4 points, 0 already done, computing 4" in err
+    pd.testing.assert_frame_equal(first, again)  # cycles=1 is not on any front any more
+    capfd.readouterr()
+    run_sweep(spec, out, scheduler="synchronous", progress=False)  # all trusted again
+    err = capfd.readouterr().err
+    assert "warning" not in err and "4 already done, computing 0" in err
+
+
+def test_a_point_file_copied_under_another_name_is_not_trusted(tmp_path, capfd):
+    spec, out = write_spec(tmp_path, TINY), tmp_path / "out"
+    first = run_sweep(spec, out, scheduler="synchronous", progress=False)
+    a, b = (out / "points" / f"{h}.parquet" for h in first["point_hash"][:2])
+    shutil.copyfile(a, b)  # a valid file, checksum and all, of another point
+    capfd.readouterr()
+    again = run_sweep(spec, out, scheduler="synchronous", progress=False)
+    assert f"warning: {b}: holds another point's result" in capfd.readouterr().err
+    pd.testing.assert_frame_equal(first, again)
+
+
+def test_grid_size_is_counted_not_expanded_and_capped(tmp_path, capsys):
+    assert MAX_POINTS == 100_000
+    at_limit = dict(TINY, dataflows=["w8a8"], grid={"compute.block_m": list(range(1, 1001)),
+                                                    "compute.block_k": list(range(1, 101))})
+    assert load_spec(write_spec(tmp_path, at_limit)) is not None  # exactly 100,000: accepted
+    over = dict(at_limit, workloads=[{"gemm": "64x512x512"}, {"gemm": "64x512x1024"}])
+    with pytest.raises(UserInputError, match=r"grid: the grid has 200,000 points .* limit of "
+                                              r"100,000"):  # fmt: skip
+        load_spec(write_spec(tmp_path, over))
+    huge = dict(TINY, grid={"compute.block_m": list(range(1, 10001)),
+                            "compute.block_k": list(range(1, 10001))})  # 10^8 × 2 points
+    started = time.monotonic()
+    code, err = _cli(["sweep", str(write_spec(tmp_path, huge)), "--out", str(tmp_path / "o")],
+                     capsys)  # fmt: skip
+    assert code == 2 and len(err) == 1 and "200,000,000 points" in err[0], err
+    assert time.monotonic() - started < 10 and not (tmp_path / "o").exists()
+
+
+def test_unreachable_scheduler_fails_before_creating_points(tmp_path, capsys):
+    spec, out = str(write_spec(tmp_path, TINY)), tmp_path / "out"
+    for address, needle in (("tcp://127.0.0.1:1", "is unreachable"),
+                            ("no-port-here", "expected tcp://HOST:PORT")):  # fmt: skip
+        code, err = _cli(["sweep", spec, "--out", str(out), "--scheduler", address], capsys)
+        assert code == 2 and len(err) == 1 and f"--scheduler: '{address}'" in err[0], err
+        assert needle in err[0] and not out.exists()
+
+
+BAD_OUT = [
+    ("", "--out: is empty"),
+    ("file", "is a file; --out must be a directory"),
+    ("file/below", "is a file; --out must be a directory"),
+    ("dir_with_points_file", "points is not a directory"),
+    ("/proc/accel-sim-sweep", "cannot create files in /proc"),
+]
+
+
+@pytest.mark.parametrize(("out", "needle"), BAD_OUT, ids=[o or "empty" for o, _ in BAD_OUT])
+def test_bad_out_is_one_line_before_any_work(tmp_path, capsys, out, needle):
+    (tmp_path / "file").write_text("not a directory")
+    (tmp_path / "dir_with_points_file").mkdir()
+    (tmp_path / "dir_with_points_file" / "points").write_text("")
+    spec = str(write_spec(tmp_path, TINY))
+    before = set(tmp_path.rglob("*"))
+    target = out if not out or out.startswith("/") else str(tmp_path / out)
+    code, err = _cli(["sweep", spec, "--out", target], capsys)
+    assert code == 2 and len(err) == 1 and needle in err[0], err
+    assert set(tmp_path.rglob("*")) == before  # nothing written
+
+
+def _inspect(fig):
+    """Draw ``fig`` (Agg) and return its visible axes, colorbars excluded."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig).draw()
+    return [ax for ax in fig.axes if ax.get_visible() and ax.get_label() != "<colorbar>"]
+
+
+def test_plots_have_titles_units_and_one_scale(tmp_path):
+    from accel_sim.sweep import plot
+
+    df = run_sweep(write_spec(tmp_path, TINY), tmp_path / "out", "synchronous", progress=False)
+    heat = plot.heatmap_figure(df, TINY["heatmap"], "w8a8", "tiny", load_spec(
+        write_spec(tmp_path, TINY)).base)  # fmt: skip
+    panels = _inspect(heat)
+    assert "tiny: speedup over w8a8" in heat.get_suptitle()
+    assert [ax.get_xlabel() for ax in panels] == ["L2 capacity (MiB)"]
+    assert [t.get_text() for t in panels[0].get_xticklabels()] == ["4", "8"]
+    bars = [ax for ax in heat.axes if ax.get_label() == "<colorbar>"]
+    assert [ax.get_ylabel() for ax in bars] == ["speedup over w8a8 (×)"]
+    # two workloads: one spans 100× in cycles, the other 1.2×: both panels log, no offsets
+    synthetic = pd.DataFrame({
+        "workload": ["a"] * 3 + ["b"] * 3, "variant": ["x", "y", "z"] * 2,
+        "cycles": [1e6, 1e7, 1e8, 2.0e9, 2.2e9, 2.4e9],
+        "energy_pj": [3e9, 2e9, 1e9, 1.000e9, 1.001e9, 1.002e9],
+        "pareto": [True, True, True, True, False, False]})  # fmt: skip
+    only_b = synthetic[synthetic["workload"] == "b"]
+    for frame, scale, unit in ((synthetic, "log", "millions"), (only_b, "linear", "billions")):
+        fig = plot.pareto_figure(frame, "demo")
+        axes = _inspect(fig)
+        assert fig.get_suptitle().startswith("demo: cycles vs energy")
+        assert {ax.get_xscale() for ax in axes} == {ax.get_yscale() for ax in axes} == {scale}
+        assert {ax.get_xlabel() for ax in axes} == {f"cycles ({unit})"}
+        assert {ax.get_ylabel() for ax in axes} == {"energy (mJ)"}
+        for ax in axes:
+            assert ax.get_title() in ("a", "b")
+            assert ax.xaxis.get_offset_text().get_text() == ""
+            assert ax.yaxis.get_offset_text().get_text() == ""
+            labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+            assert labels and not any("e" in t or "10^" in t for t in labels), labels
+
+
+def test_importing_the_sweep_does_not_import_the_cli():
+    code = "import sys, accel_sim.sweep; assert 'accel_sim.cli' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

@@ -6,12 +6,21 @@ import pandas as pd
 
 from accel_sim.api import SimResult
 
+_SI_PREFIXES = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""), (1e-3, "m"),
+                (1e-6, "µ"), (1e-9, "n"), (1e-12, "p"), (1e-15, "f"))  # fmt: skip
 
-def _si(value: float, unit: str) -> str:
-    for factor, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+
+def si(value: float, unit: str) -> str:
+    """``value`` in ``unit`` with the SI prefix that puts it in [1, 1000): 9.56e-3 s → '9.560 ms'.
+
+    Zero prints as ``0 <unit>``; values below the smallest prefix keep it (femto)."""
+    if value == 0:
+        return f"0 {unit}"
+    factor, prefix = _SI_PREFIXES[-1]
+    for factor, prefix in _SI_PREFIXES:  # noqa: B007 - the first prefix that fits is kept
         if abs(value) >= factor:
-            return f"{value / factor:.3f} {prefix}{unit}"
-    return f"{value:.3f} {unit}"
+            break
+    return f"{value / factor:.3f} {prefix}{unit}"
 
 
 def single_report(r: SimResult) -> str:
@@ -22,12 +31,12 @@ def single_report(r: SimResult) -> str:
         + ")",
         "",
         f"  cycles          {r.cycles:>16,}",
-        f"  time            {_si(r.time_s, 's'):>16}",
+        f"  time            {si(r.time_s, 's'):>16}",
         f"  compute cycles  {r.compute_cycles:>16,}",
         f"  stall cycles    {r.stall_cycles:>16,}",
         f"  utilization     {r.utilization:>16.1%}",
         f"  MACs            {r.macs:>16,}",
-        f"  energy          {_si(r.energy_pj * 1e-12, 'J'):>16}",
+        f"  energy          {si(r.energy_pj * 1e-12, 'J'):>16}",
         f"  energy / MAC    {r.pj_per_mac:>13.3f} pJ",
     ]
     if r.stalls:
@@ -62,11 +71,16 @@ def add_speedup(df: pd.DataFrame, baseline: str = "w8a8") -> pd.DataFrame:
     """Add ``speedup_vs_<baseline>`` = baseline cycles / cycles of the same GEMM."""
     if baseline not in set(df["dataflow"]):
         return df
+    # the same GEMM may appear several times: pair its n-th row under each dataflow with the n-th
+    # baseline row (a join on shape alone would multiply the rows)
     key = ["gemm", "M", "K", "N"]
-    base = df[df["dataflow"] == baseline][key + ["cycles"]].rename(columns={"cycles": "_base"})
-    out = df.merge(base, on=key, how="left")
+    occurrence = df.groupby(key + ["dataflow"], sort=False).cumcount().rename("_nth")
+    tagged = df.assign(_nth=occurrence.to_numpy())
+    base = tagged[tagged["dataflow"] == baseline][key + ["_nth", "cycles"]]
+    base = base.rename(columns={"cycles": "_base"})
+    out = tagged.merge(base, on=key + ["_nth"], how="left")
     out[f"speedup_vs_{baseline}"] = out["_base"] / out["cycles"]
-    return out.drop(columns="_base")
+    return out.drop(columns=["_base", "_nth"])
 
 
 def totals(df: pd.DataFrame) -> pd.DataFrame:
@@ -84,3 +98,22 @@ def totals(df: pd.DataFrame) -> pd.DataFrame:
     if "w8a8" in out.index:
         out["speedup_vs_w8a8"] = out.loc["w8a8", "total_cycles"] / out["total_cycles"]
     return out.reset_index()
+
+
+def summary_report(df: pd.DataFrame, clock_hz: float, baseline: str = "w8a8") -> str:
+    """Totals per dataflow (cycles, time, energy, speedup over ``baseline``, MAC-weighted mean
+    relative error) as a short table: what a user reads first."""
+    tot = totals(df)
+    speed = f"speedup_vs_{baseline}"
+    lines = [f"{'dataflow':<14}{'cycles':>16}{'time':>14}{'energy':>14}"
+             f"{'vs ' + baseline:>10}{'rel. error':>12}"]  # fmt: skip
+    for row in tot.to_dict("records"):
+        speedup = f"{row[speed]:.2f}×" if speed in row else "-"
+        error = row.get("mean_rel_error")
+        error = "-" if error is None or pd.isna(error) else f"{error:.4f}"
+        lines.append(
+            f"{row['dataflow']:<14}{row['total_cycles']:>16,}"
+            f"{si(row['total_cycles'] / clock_hz, 's'):>14}"
+            f"{si(row['total_energy_pj'] * 1e-12, 'J'):>14}{speedup:>10}{error:>12}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,130 @@
+"""A sweep's table: one point's metrics, the table of all points, speedup and the Pareto front.
+
+* ``speedup`` = baseline cycles / cycles, the baseline being the same workload on the same
+  architecture point under the baseline variant (a dataflow, or ``dataflow[knob=value]``).
+* ``pareto`` marks, per workload, the points no other point beats on both cycles and energy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from accel_sim.errors import UserInputError
+
+# metrics of a point (cycles in clock cycles, time in s, energy in pJ; energy_<component>_pj too)
+METRICS = ("gemms", "cycles", "compute_cycles", "stall_cycles", "utilization", "macs", "time_s",
+           "energy_pj", "pj_per_mac", "rel_error")  # fmt: skip
+
+
+def point_row(results: Sequence[Any]) -> dict[str, Any]:
+    """One point's metrics: its GEMMs' :class:`SimResult` summed in order (deterministic)."""
+    row: dict[str, Any] = {"gemms": len(results)}
+    for key in ("cycles", "compute_cycles", "stall_cycles", "macs", "time_s", "energy_pj"):
+        row[key] = sum(getattr(r, key) for r in results)
+    busy = sum(r.utilization * r.cycles for r in results)
+    row["utilization"] = busy / row["cycles"] if row["cycles"] else 0.0
+    row["pj_per_mac"] = row["energy_pj"] / row["macs"]
+    errs = [(r.extra["rel_error"], r.macs) for r in results if r.extra.get("rel_error") is not None]
+    # MAC-weighted mean relative output error over the GEMMs that have one (trace workloads)
+    row["rel_error"] = sum(e * m for e, m in errs) / sum(m for _, m in errs) if errs else None
+    for comp in sorted({c for r in results for c in r.energy_breakdown_pj}):
+        row[f"energy_{comp}_pj"] = sum(r.energy_breakdown_pj.get(comp, 0.0) for r in results)
+    return row
+
+
+def build_table(rows: list[dict[str, Any]], baseline: str | None,
+                keys: list[str]) -> pd.DataFrame:  # fmt: skip
+    """The results table from rows (identifying columns + metrics), in the given order, with
+    ``speedup`` over ``baseline`` matched on ``keys`` and the ``pareto`` column."""
+    columns = list(dict.fromkeys(c for row in rows for c in row))
+    energy = sorted(c for c in columns if c.startswith("energy_") and c != "energy_pj")
+    ids = [c for c in columns if c not in METRICS and c not in energy]
+    df = pd.DataFrame({c: _column([row.get(c) for row in rows]) for c in columns})
+    df[energy] = df[energy].fillna(0.0)  # a component a dataflow does not use costs nothing
+    df = df[ids + [c for c in METRICS if c in df.columns] + energy]
+    return add_pareto(add_speedup(df, baseline, keys))
+
+
+def is_metric(column: str) -> bool:
+    """True for a metric column (kept from a point file; the rest comes from the expansion)."""
+    return column in METRICS or column.startswith("energy_")
+
+
+def _column(values: list) -> Any:
+    """One type per column; knobs of some dataflows only keep ints as (nullable) ints."""
+    kinds = {type(v) for v in values if v is not None}
+    if kinds == {int} and None in values:
+        return pd.array(values, dtype="Int64")
+    if len(kinds) > 1 and not kinds <= {int, float}:
+        return [None if v is None else str(v) for v in values]
+    return values
+
+
+def check_plots(baseline: str | None, heatmap: list[str] | None, variants: list[tuple],
+                params: list[str], source: str) -> None:  # fmt: skip
+    """Fail before any work when ``baseline`` or ``heatmap`` name nothing in the sweep;
+    ``variants``: (dataflow, swept knobs, resolved knobs, label) tuples."""
+    resolve_baseline([v[3] for v in variants], [v[0] for v in variants], baseline, source)
+    for axis in heatmap or []:
+        if axis not in [*params, "workload", "variant"]:
+            raise UserInputError(source, f"{axis!r} is not a grid parameter, 'workload' or "
+                                 "'variant'", "heatmap")  # fmt: skip
+
+
+def resolve_baseline(variants: list[str], dataflows: list[str], baseline: str | None,
+                     source: str = "sweep") -> str:  # fmt: skip
+    """The baseline variant label: given as a variant or a dataflow (its first variant)."""
+    if baseline is None:
+        return variants[0]
+    if baseline in variants:
+        return baseline
+    for variant, flow in zip(variants, dataflows):
+        if flow == baseline:
+            return variant
+    raise UserInputError(source, f"{baseline!r} is not a dataflow or variant of this sweep; "
+                         f"variants: {sorted(set(variants))}", "baseline")  # fmt: skip
+
+
+def add_speedup(df: pd.DataFrame, baseline: str | None, keys: list[str]) -> pd.DataFrame:
+    """Add ``speedup`` over ``baseline`` matched on ``keys`` (architecture params + workload)."""
+    baseline = resolve_baseline(list(df["variant"]), list(df["dataflow"]), baseline)
+    key = pd.Series(list(zip(*(df[k] for k in keys))) if keys else [()] * len(df), index=df.index)
+    is_base = df["variant"] == baseline
+    ref = dict(zip(key[is_base], df.loc[is_base, "cycles"]))
+    df = df.assign(speedup=key.map(ref).astype(float) / df["cycles"])
+    df.attrs["baseline"] = baseline
+    return df
+
+
+def pareto_mask(cycles: np.ndarray, energy: np.ndarray) -> np.ndarray:
+    """True where no other point has both fewer-or-equal cycles and less energy."""
+    mask = np.zeros(len(cycles), dtype=bool)
+    best = math.inf
+    for i in np.lexsort((energy, cycles)):  # by cycles, then energy
+        if energy[i] < best:
+            mask[i], best = True, energy[i]
+    return mask
+
+
+def add_pareto(df: pd.DataFrame) -> pd.DataFrame:
+    """Add a boolean ``pareto`` column (front of cycles vs energy within each workload)."""
+    mask = pd.Series(False, index=df.index)
+    for _, group in df.groupby("workload", sort=False):
+        front = pareto_mask(group["cycles"].to_numpy(float), group["energy_pj"].to_numpy(float))
+        mask[group.index] = front
+    out = df.assign(pareto=mask)
+    out.attrs = dict(df.attrs)
+    return out
+
+
+def front_report(df: pd.DataFrame) -> str:
+    """The Pareto-front rows, as printed by ``accel-sim sweep``."""
+    params = [c for c in df.columns if "." in c and not c.startswith("knob.")]
+    cols = ["workload", "variant", *params, "cycles", "energy_pj", "speedup"]
+    title = f"Pareto front (cycles vs energy, per workload); speedup vs {df.attrs['baseline']}:"
+    return title + "\n" + df.loc[df["pareto"], cols].to_string(index=False)

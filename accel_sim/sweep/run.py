@@ -1,0 +1,201 @@
+"""Running a sweep: check ``--out`` and the scheduler, compute missing points on Dask, write
+the table and plots.
+
+Order of a run (every user mistake is one :class:`UserInputError` before anything is written):
+the sweep file and its grid size, the output directory, the expansion (dry builds), the point
+files already there (trusted only with a matching checksum), the scheduler (a short TCP connect
+first), then ``OUT/points`` is created and the missing points are computed. Each finished point
+is written at once, so a killed and restarted sweep ends with the same table.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import sys
+import time
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from accel_sim.api import simulate
+from accel_sim.arch.load import arch_from_dict
+from accel_sim.errors import UserInputError
+from accel_sim.sweep import store
+from accel_sim.sweep.points import Point, canonical_json, expand, sha256, workload_gemms
+from accel_sim.sweep.results import build_table, is_metric, point_row
+from accel_sim.sweep.spec import load_spec
+
+CONNECT_TIMEOUT_S = 3.0  # TCP connect to a --scheduler address
+CLIENT_TIMEOUT_S = 10.0  # Dask handshake once the port answers
+
+_ARCHS: dict[str, Any] = {}  # never evicted: the engine's matmul cache keys on id(arch)
+
+
+def run_points(batch: str, points_dir: str | None) -> list[dict[str, Any]]:
+    """Simulate a batch of points (one Dask task, as JSON: Dask does not walk a string). A row
+    sums its workload's GEMMs; with ``points_dir`` (our disk) its file is written here at once."""
+    rows = []
+    for item in json.loads(batch):
+        task, key = item["task"], item["task"]["arch_key"]
+        try:
+            arch = _ARCHS.get(key) or _ARCHS.setdefault(key, arch_from_dict(task["arch"], "arch"))
+            gemms, stats = workload_gemms(canonical_json(task["workload"]))
+            runs = [simulate(arch, g, task["dataflow"], task["knobs"], s, task["engine"])
+                    for g, s in zip(gemms, stats)]  # fmt: skip
+            row = point_row(runs)
+        except UserInputError as err:  # its constructor does not survive pickling: send text
+            row = {"__error__": str(err)}
+        if points_dir and "__error__" not in row:
+            store.write_point(Path(points_dir) / f"{item['hash']}.parquet", item["columns"] | row)
+            row = {}
+        rows.append(row)
+    return rows
+
+
+def _check_reachable(address: str) -> None:
+    """One :class:`UserInputError` unless ``address`` (``tcp://host:port``) accepts a TCP
+    connection within :data:`CONNECT_TIMEOUT_S` seconds."""
+    scheme, _, rest = address.rpartition("://")
+    if scheme in ("inproc", "ucx"):
+        return  # not TCP: Dask's own timeout applies
+    host, sep, port = rest.rpartition(":")
+    if not sep or not port.isdigit():
+        raise UserInputError("--scheduler", f"{address!r}: expected tcp://HOST:PORT")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), CONNECT_TIMEOUT_S).close()
+    except (OSError, OverflowError) as err:
+        why = f"no answer within {CONNECT_TIMEOUT_S:g} s" if isinstance(err, TimeoutError) else (
+            getattr(err, "strerror", None) or str(err))  # fmt: skip
+        raise UserInputError("--scheduler", f"{address!r} is unreachable ({why})") from None
+
+
+@contextmanager
+def _client(scheduler: Any) -> Iterator[tuple[Any, bool]]:
+    """(Dask client or None for in-process, whether its workers share our disk); a client
+    passed in stays open. An unreachable address is one :class:`UserInputError`."""
+    if scheduler == "synchronous":  # in this process, no Dask
+        yield None, True
+        return
+    from dask.distributed import Client, LocalCluster
+
+    if scheduler is None:
+        with warnings.catch_warnings():  # "port 8787 in use": the disabled dashboard's port
+            warnings.simplefilter("ignore", UserWarning)
+            cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None,
+                                   processes=True, silence_logs=logging.CRITICAL)  # fmt: skip
+        with cluster, Client(cluster) as client:
+            yield client, True
+    elif isinstance(scheduler, str):
+        _check_reachable(scheduler)
+        try:
+            client = Client(scheduler, timeout=f"{CLIENT_TIMEOUT_S:g}s")
+        except Exception as err:  # a port that is not a Dask scheduler, a bad address
+            raise UserInputError("--scheduler", f"{scheduler!r}: not a Dask scheduler "
+                                 f"({type(err).__name__})") from None  # fmt: skip
+        with client:
+            yield client, False
+    else:
+        yield scheduler, False
+
+
+def _execute(todo: list[Point], points_dir: Path, client: Any, local: bool, bar: Any,
+             src: str) -> None:  # fmt: skip
+    """Compute ``todo``; each finished point is written at once (by the worker when local)."""
+
+    def finish(point: Point, row: dict) -> None:
+        if "__error__" in row:
+            raise UserInputError(src, f"point {point.index} ({point.variant} on "
+                                 f"{point.workload}): {row['__error__']}")  # fmt: skip
+        if row:  # else it was written where it was computed
+            store.write_point(points_dir / f"{point.hash}.parquet", point.columns() | row)
+        bar.update()
+
+    def batch(chunk: list[Point], local: bool) -> tuple[str, str | None]:
+        items = [{"task": p.task, "hash": p.hash, "columns": p.columns()} for p in chunk]
+        return canonical_json(items), str(points_dir) if local else None
+
+    if client is None:  # in-process, no Dask (tests, debugging)
+        for point in todo:
+            finish(point, run_points(*batch([point], True))[0])
+        return
+    from dask.distributed import as_completed
+
+    # ~16 batches per worker: Dask's per-task cost stays small and points land within ~1 s
+    size = max(1, min(25, len(todo) // (16 * max(1, len(client.nthreads())))))
+    batches = {}
+    for chunk in (todo[i : i + size] for i in range(0, len(todo), size)):
+        key = "sweep-" + sha256("".join(p.hash for p in chunk))
+        batches[key] = (chunk, client.submit(run_points, *batch(chunk, local), key=key))
+    for future, rows in as_completed([f for _, f in batches.values()], with_results=True):
+        for point, row in zip(batches[future.key][0], rows):
+            finish(point, row)
+        future.release()
+
+
+def _table(points: list[Point], rows: dict[str, dict], points_dir: Path, sweep: Any) -> Any:
+    """The results table: identifying columns from the expansion, metrics from point files."""
+    table_rows = []
+    for point in points:
+        stored = rows.get(point.hash)
+        if stored is None:  # computed in this run: read back what was written
+            path = points_dir / f"{point.hash}.parquet"
+            try:
+                stored = store.read_point(path, point.hash)
+            except store.BadPointFile as why:  # changed under us while the sweep ran
+                raise UserInputError(str(path), f"{why}; rerun the sweep to recompute") from None
+        table_rows.append(point.columns() | {k: v for k, v in stored.items() if is_metric(k)})
+    swept = [*points[0].params]
+    return build_table(table_rows, sweep.spec.baseline, [*swept, "workload"])
+
+
+def write_outputs(df: pd.DataFrame, out: Path, heatmap_axes: list[str], title: str,
+                  base_arch: dict | None = None) -> None:  # fmt: skip
+    """``results.parquet``, ``results.csv``, ``pareto.png`` and ``heatmap.png`` in ``out``."""
+    from accel_sim.report.io import write_table
+    from accel_sim.sweep import plot  # matplotlib: only when a sweep writes its plots
+
+    write_table(df, out / "results.parquet")
+    write_table(df, out / "results.csv")
+    plot.save_figure(plot.pareto_figure(df, title), out / "pareto.png")
+    heatmap = plot.heatmap_figure(df, heatmap_axes, df.attrs["baseline"], title, base_arch)
+    plot.save_figure(heatmap, out / "heatmap.png")
+
+
+def run_sweep(spec_path: str | Path, out_dir: str | Path, scheduler: Any = None,
+              progress: bool = True) -> pd.DataFrame:  # fmt: skip
+    """Run or resume a sweep; the table is returned and written to ``out_dir`` (``points/``,
+    ``results.parquet``, ``results.csv``, ``pareto.png``, ``heatmap.png``). ``scheduler``: ``None``
+    = a LocalCluster (2 worker processes × 1 thread, no dashboard); an address (``tcp://h:8786``:
+    its workers need accel-sim with the named traces and models) or a ``distributed.Client``;
+    ``"synchronous"`` = in this process, without Dask. The scheduler is contacted only when some
+    point remains to compute. ``progress``: a tqdm bar on stderr when stderr is a terminal."""
+    from tqdm import tqdm
+
+    started, sweep = time.perf_counter(), load_spec(spec_path)
+    out = store.check_out_dir(out_dir)
+    points, points_dir = expand(sweep), out / "points"
+    rows, todo = store.scan_points(points, points_dir)
+    done = len(points) - len(todo)
+    with _client(scheduler if todo else "synchronous") as (client, near):
+        print(f"sweep {sweep.name}: {len(points)} points, {done} already done, computing "
+              f"{len(todo)}", file=sys.stderr, flush=True)  # fmt: skip
+        store.prepare_points_dir(points_dir)
+        bar = tqdm(total=len(points), initial=done, desc=f"sweep {sweep.name}", unit="pt",
+                   disable=not (progress and sys.stderr.isatty()), file=sys.stderr,
+                   dynamic_ncols=True)  # fmt: skip
+        with bar:
+            if todo:
+                _execute(todo, points_dir, client, near, bar, str(sweep.path))
+    df = _table(points, rows, points_dir, sweep)
+    swept = [*points[0].params]
+    write_outputs(df, out, sweep.spec.heatmap or [*swept, "workload", "variant"][:2], sweep.name,
+                  sweep.base)  # fmt: skip
+    print(f"sweep {sweep.name}: {len(df)} points in {time.perf_counter() - started:.1f} s -> {out}",
+          file=sys.stderr, flush=True)  # fmt: skip
+    return df
