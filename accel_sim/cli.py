@@ -40,7 +40,7 @@ def _cmd_run(args) -> int:
     from accel_sim.workload.gemm import parse_gemm
     from accel_sim.workload.trace import load_trace
 
-    if args.out:
+    if args.out is not None:
         check_output_path(args.out)
     arch = load_arch(args.arch)
     gemms = [parse_gemm(g) for g in args.gemm or []]
@@ -67,7 +67,7 @@ def _cmd_run(args) -> int:
     for flow in knobs:
         get_dataflow(flow, "--knob").resolve_knobs(knobs[flow], "--knob")
     if args.explain:
-        if args.json or args.out or trace is not None:
+        if args.json or args.out is not None or trace is not None:
             raise UserInputError("--explain", "prints a text view of --gemm runs; it cannot be "
                                  "combined with --json, --out or --trace")  # fmt: skip
         for gemm in gemms:
@@ -76,7 +76,7 @@ def _cmd_run(args) -> int:
                 for item in explain(arch, gemm, flow, knobs.get(flow)):
                     print(item.text)
         return 0
-    if len(gemms) == 1 and len(flows) == 1 and not args.out and trace is None:
+    if len(gemms) == 1 and len(flows) == 1 and args.out is None and trace is None:
         result = simulate(arch, gemms[0], flows[0], knobs.get(flows[0]), engine=args.engine)
         print(json.dumps(result.to_dict(), indent=2) if args.json else single_report(result))
         return 0
@@ -84,7 +84,7 @@ def _cmd_run(args) -> int:
                        stats_for=trace.stats_for if trace else None,
                        progress=sys.stderr.isatty())  # fmt: skip
     df = add_speedup(df)
-    if args.out:
+    if args.out is not None:
         write_table(df, args.out)
     if args.json:
         print(df.to_json(orient="records", indent=2))
@@ -95,9 +95,9 @@ def _cmd_run(args) -> int:
         print(summary_report(df, arch.clock_hz))
         if args.per_gemm:
             print("\nper GEMM\n" + table_report(df))
-        elif not args.out:
+        elif args.out is None:
             print("\n(one row per GEMM and dataflow: add --per-gemm, or --out results/run.csv)")
-        if args.out:
+        if args.out is not None:
             print(f"\nwrote {args.out}")
     return 0
 

@@ -574,7 +574,6 @@ def test_out_in_read_only_directory(tmp_path, run_cli):
         ro.chmod(0o755)
 
 
-@pytest.mark.xfail(strict=True, reason="cli.py tests `if args.out:`, so --out '' skips the check")
 def test_out_empty_string(run_cli):
     assert_user_error(run_cli(["run", "--gemm", GEMM, "--out", ""]), "--out", "empty")
 

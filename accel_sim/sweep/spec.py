@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import pydantic as pyd
-import yaml
 
 from accel_sim.arch.load import load_arch, resolve_arch_path
-from accel_sim.errors import UserInputError
+from accel_sim.errors import UserInputError, user_error_from_validation
 from accel_sim.sweep.grid import check_grid_size
+from accel_sim.yaml_io import load_yaml_text, read_yaml
 
 Scalar = pyd.StrictBool | pyd.StrictInt | pyd.StrictFloat | pyd.StrictStr
 Values = Annotated[list[Scalar], pyd.BeforeValidator(lambda v: v if isinstance(v, list) else [v]),
@@ -94,19 +94,11 @@ def load_spec(path: str | Path) -> Sweep:
     """Parse and validate a sweep file and count its grid; every problem is one
     :class:`UserInputError`."""
     path, src = Path(path), str(path)
+    data = read_yaml(path)
     try:
-        spec = SweepSpec.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
-    except (OSError, UnicodeDecodeError) as err:
-        raise UserInputError(src, f"cannot read the sweep file ({type(err).__name__})") from None
-    except yaml.YAMLError as err:
-        raise UserInputError(src, f"malformed YAML: {getattr(err, 'problem', err)}") from None
-    except RecursionError:
-        raise UserInputError(src, "YAML nested too deeply") from None
+        spec = SweepSpec.model_validate(data)
     except pyd.ValidationError as err:
-        first = err.errors()[0]
-        message = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
-        key = ".".join(str(p) for p in first["loc"]) or None
-        raise UserInputError(src, message.removeprefix("Value error, "), key) from None
+        raise user_error_from_validation(err, src) from None
     axes: list[Axis] = [((p,), tuple((v,) for v in vs)) for p, vs in spec.grid.items()]
     for i, group in enumerate(spec.zip):
         if len({len(v) for v in group.values()}) != 1:
@@ -122,4 +114,5 @@ def load_spec(path: str | Path) -> Sweep:
     arch_path = resolve_arch_path(spec.base_arch)
     load_arch(arch_path)  # a bad base architecture is reported against its own file
     raw = arch_path.read_bytes()
-    return Sweep(path, spec, yaml.safe_load(raw), hashlib.sha256(raw).hexdigest(), tuple(axes))
+    base = load_yaml_text(raw.decode("utf-8"), str(arch_path))
+    return Sweep(path, spec, base, hashlib.sha256(raw).hexdigest(), tuple(axes))

@@ -36,12 +36,12 @@ from functools import lru_cache
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from accel_sim.arch.load import arch_from_dict, load_arch, resolve_arch_path
 from accel_sim.model_run import simulate_model
 from accel_sim.tables.osc_table2 import arch_path
 from accel_sim.tables.registry import TableResult, register_table
+from accel_sim.yaml_io import load_yaml_text
 
 ARCH = "rtx3090_like"
 MODEL = "llama-2-7b"
@@ -91,7 +91,7 @@ def _arch_data(arch: str) -> tuple[str, str]:
 def candidate_arch(arch: str, matmul: float, dram: float):
     """``arch`` with efficiency {matmul, dram, vector 1}, validated like a file."""
     path, text = _arch_data(arch)
-    data = yaml.safe_load(text)
+    data = load_yaml_text(text, path)
     data["efficiency"] = {"matmul": matmul, "dram": dram, "vector": 1.0}
     return arch_from_dict(data, f"{path} (calibration candidate matmul {matmul}, dram {dram})")
 

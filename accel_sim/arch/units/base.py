@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 from pydantic import Field, StrictInt
 
-from accel_sim.arch.base import DEFAULT_RATES, Precision, Strict
+from accel_sim.arch.base import DEFAULT_RATES, MAX_RATE, Precision, Strict
 from accel_sim.errors import UserInputError
 
 
@@ -45,7 +46,10 @@ class ComputeUnit(Strict):
     """
 
     kind: str
-    rates: dict[Precision, StrictInt] = Field(default_factory=lambda: dict(DEFAULT_RATES))
+    rates: dict[Precision, Annotated[StrictInt, Field(ge=0, le=MAX_RATE)]] = Field(
+        default_factory=lambda: dict(DEFAULT_RATES),
+        description="MACs per cycle relative to FP16 per precision (0 = unsupported, ≤ 64)",
+    )
 
     # ------------------------------------------------------------------ shared behaviour
     def rate(self, precision: str, origin: str = "compute", what: str = "matmul") -> int:

@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import Field, StrictInt
 
+from accel_sim.arch.base import MAX_LATENCY_CYCLES
 from accel_sim.arch.units import register
 from accel_sim.arch.units.base import ComputeUnit, StepTile, pow2_multiples
 
@@ -20,12 +21,13 @@ class CubeUnit(ComputeUnit):
     """An Ascend-like cube (Da Vinci core, HPCA 2021): ``block_m·block_k·block_n`` MACs/cycle."""
 
     kind: Literal["cube"] = "cube"
-    block_m: StrictInt = Field(16, gt=0)
-    block_k: StrictInt = Field(16, gt=0)
-    block_n: StrictInt = Field(16, gt=0)
+    block_m: StrictInt = Field(16, gt=0, le=4096, description="M rows of one block (≤ 4096)")
+    block_k: StrictInt = Field(16, gt=0, le=4096, description="K depth of one FP16 block (≤ 4096)")
+    block_n: StrictInt = Field(16, gt=0, le=4096, description="N columns of one block (≤ 4096)")
     pipeline_latency_cycles: StrictInt = Field(
-        0, ge=0, description="fill + drain of the cube pipeline, paid once per matmul"
-    )
+        0, ge=0, le=MAX_LATENCY_CYCLES,
+        description="fill + drain of the cube pipeline, paid once per matmul (cycles, ≤ 1e6)",
+    )  # fmt: skip
 
     @property
     def fp16_macs_per_cycle(self) -> int:

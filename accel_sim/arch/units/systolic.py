@@ -16,6 +16,7 @@ from typing import Literal
 
 from pydantic import Field, StrictBool, StrictInt
 
+from accel_sim.arch.base import MAX_PARALLEL
 from accel_sim.arch.units import register
 from accel_sim.arch.units.base import ComputeUnit, StepTile, pow2_multiples
 
@@ -25,8 +26,8 @@ class SystolicArray(ComputeUnit):
     """An R×C systolic array; ``dataflow`` picks the stationary operand."""
 
     kind: Literal["systolic"] = "systolic"
-    rows: StrictInt = Field(gt=0, description="PE rows R")
-    cols: StrictInt = Field(gt=0, description="PE columns C")
+    rows: StrictInt = Field(gt=0, le=MAX_PARALLEL, description="PE rows R (≤ 2^20)")
+    cols: StrictInt = Field(gt=0, le=MAX_PARALLEL, description="PE columns C (≤ 2^20)")
     dataflow: Literal["ws", "os", "is"]
     drain_overlap: StrictBool = Field(
         True,
