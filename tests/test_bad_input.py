@@ -346,10 +346,24 @@ def test_bad_out_suffix(tmp_path, run_cli):
     assert_user_error(run_cli(["run", "--gemm", GEMM, "--out", out]), str(out), ".csv", out=out)
 
 
-def test_out_in_missing_directory(tmp_path, run_cli):
-    out = tmp_path / "no_dir" / "out.csv"
+def test_out_in_missing_directory_is_created(tmp_path, run_cli):
+    out = tmp_path / "results" / "sub" / "out.csv"
+    code, _, err = run_cli(["run", "--gemm", GEMM, "--out", out])
+    assert code == 0, err
+    assert out.is_file()
+
+
+def test_out_under_a_file(tmp_path, run_cli):
+    (tmp_path / "afile").write_text("x")
+    out = tmp_path / "afile" / "sub" / "out.csv"
     result = run_cli(["run", "--gemm", GEMM, "--out", out])
-    assert_user_error(result, str(out.parent), "does not exist", out=out)
+    assert_user_error(result, str(out), "is not a directory", out=out)
+
+
+def test_refused_run_creates_no_directory(tmp_path, run_cli):
+    out = tmp_path / "results" / "out.csv"
+    assert_user_error(run_cli(["run", "--gemm", "0x64x64", "--out", out]), "--gemm")
+    assert not (tmp_path / "results").exists()
 
 
 def test_out_is_a_directory(tmp_path, run_cli):

@@ -318,13 +318,9 @@ def write_arch_from_scalesim(config_path: str | Path, output_path: str | Path) -
     import yaml
 
     from accel_sim.arch.load import arch_from_dict
-    from accel_sim.report.io import atomic_write_text
+    from accel_sim.report.io import atomic_write_text, check_output_path
 
-    output = Path(output_path)
-    if output.suffix not in (".yaml", ".yml"):
-        raise UserInputError(str(output), "the output must be a .yaml file")
-    if not output.parent.is_dir():
-        raise UserInputError(str(output), f"directory {output.parent} does not exist")
+    output = check_output_path(output_path, (".yaml", ".yml"), "-o")
     cfg = parse_scalesim_cfg(config_path)
     data = arch_dict_from_scalesim(cfg, Path(config_path).stem, source=str(config_path))
     arch_from_dict(data, str(config_path))  # validate before writing anything

@@ -27,9 +27,11 @@ def check_output_path(
     """Validate an output file path before any work is done; returns it as a :class:`Path`.
 
     Refused, each as one :class:`UserInputError`: an empty path, a suffix not in ``suffixes``
-    (``None`` accepts any), an existing directory, a missing parent directory, and a directory
+    (``None`` accepts any), an existing directory, a parent that is a file, and a directory
     this process cannot create files in (read-only, ``/proc``, ``/sys``): a temporary file is
-    created there and removed again, so the error comes before the computation.
+    created there and removed again, so the error comes before the computation. Missing parent
+    directories (``results/`` on first use) are allowed when their nearest existing ancestor is
+    writable; the writer creates them, so a refused run leaves nothing behind.
     """
     text = "" if path is None else str(path)
     if not text.strip():
@@ -40,8 +42,8 @@ def check_output_path(
     if path.is_dir():
         raise UserInputError(str(path), "is a directory; give a file name")
     parent = path.parent
-    if not parent.exists():
-        raise UserInputError(str(path), f"directory {parent} does not exist")
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent  # created by the writer
     if not parent.is_dir():
         raise UserInputError(str(path), f"{parent} is not a directory")
     check_writable_dir(parent, str(path))
@@ -67,6 +69,7 @@ def check_writable_dir(directory: str | Path, source: str | None = None) -> Path
 
 
 def _atomic_write(path: Path, write) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)  # checked by check_output_path
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
     os.close(fd)
     umask = os.umask(0)
