@@ -13,6 +13,7 @@ from accel_sim.errors import UserInputError
 from accel_sim.workload.gemm import Gemm, parse_gemm
 
 __all__ = [
+    "__version__",
     "explain",
     "Gemm",
     "SimResult",
@@ -24,4 +25,16 @@ __all__ = [
     "simulate",
     "simulate_many",
 ]
-__version__ = "0.1.0"
+
+
+def _version() -> str:
+    """The installed distribution's version (``setup.cfg`` is its one source)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("accel-sim")
+    except PackageNotFoundError:  # imported from a source tree that was never installed
+        return "0+unknown"
+
+
+__version__ = _version()

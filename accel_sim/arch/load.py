@@ -7,33 +7,24 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from accel_sim import resources
 from accel_sim.arch.schema import Arch
 from accel_sim.arch.units import unit_classes
 from accel_sim.errors import UserInputError, user_error_from_validation
 from accel_sim.yaml_io import read_yaml
 
-#: Shipped architecture files (``arch_configs/`` at the repository root).
-ARCH_DIR = Path(__file__).resolve().parents[2] / "arch_configs"
+#: Shipped architecture files (``arch_configs/``; see :mod:`accel_sim.resources`).
+ARCH_DIR = resources.data_dir("arch")
 
 
 def list_archs() -> list[str]:
     """Names of the shipped architecture files (without ``.yaml``)."""
-    return sorted(p.stem for p in ARCH_DIR.glob("*.yaml"))
+    return resources.list_names("arch")
 
 
 def resolve_arch_path(name_or_path: str | Path) -> Path:
     """A path as given, or a shipped architecture by name (``ascend_like_cube``)."""
-    path = Path(name_or_path)
-    if path.suffix in (".yaml", ".yml") or path.exists():
-        if not path.is_file():
-            raise UserInputError(str(path), "architecture file not found")
-        return path
-    shipped = ARCH_DIR / f"{name_or_path}.yaml"
-    if shipped.is_file():
-        return shipped
-    raise UserInputError(
-        str(name_or_path), f"no such architecture file or shipped name; shipped: {list_archs()}"
-    )
+    return resources.resolve("arch", name_or_path)
 
 
 def _union_tags() -> frozenset[str]:

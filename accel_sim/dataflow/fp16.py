@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from accel_sim.dataflow.base import register
 from accel_sim.dataflow.plan import MatmulOp, Plan
-from accel_sim.dataflow.registry import register
 
 
 @register("fp16", description="FP16 activations and weights, one matmul at the FP16 rate")

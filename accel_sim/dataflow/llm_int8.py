@@ -9,6 +9,7 @@ runs on the vector unit: 2 ops (multiply, add) per MAC — the inefficiency MUXQ
 
 from __future__ import annotations
 
+from accel_sim.dataflow.base import register
 from accel_sim.dataflow.common import (
     FP16_BYTES,
     PER_CHANNEL_SCALE_BITS,
@@ -17,7 +18,6 @@ from accel_sim.dataflow.common import (
 )
 from accel_sim.dataflow.outliers import outlier_channel_count
 from accel_sim.dataflow.plan import MatmulOp, Plan, VectorOp
-from accel_sim.dataflow.registry import register
 
 KNOBS = {"threshold": 6.0, "outlier_channels": -1}
 

@@ -18,6 +18,7 @@ The paper's default is exp = 2.
 
 from __future__ import annotations
 
+from accel_sim.dataflow.base import register
 from accel_sim.dataflow.common import (
     FP16_BYTES,
     PER_CHANNEL_SCALE_BITS,
@@ -26,7 +27,6 @@ from accel_sim.dataflow.common import (
 )
 from accel_sim.dataflow.outliers import outlier_channel_count
 from accel_sim.dataflow.plan import MatmulOp, Plan, VectorOp
-from accel_sim.dataflow.registry import register
 from accel_sim.errors import UserInputError
 
 KNOBS = {"exp": 2, "threshold": 6.0, "fused": False, "granularity": "per_tensor",

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import math
 
+from accel_sim.dataflow.base import register
 from accel_sim.dataflow.common import absmax_pass, quantize_pass
 from accel_sim.dataflow.plan import ComparatorOp, MatmulOp, Plan
-from accel_sim.dataflow.registry import register
 from accel_sim.errors import UserInputError
 
 KNOBS = {"chunk": 32, "tau": -1.0, "preset": "zero", "sign": "sign_magnitude"}

@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import math
 
+from accel_sim.dataflow.base import register
 from accel_sim.dataflow.common import FP16_BYTES
 from accel_sim.dataflow.plan import MatmulOp, Plan, TransferOp, VectorOp
-from accel_sim.dataflow.registry import register
 from accel_sim.errors import UserInputError
 
 KNOBS = {"G": 32, "base": "mxfp4", "fallback_down": True, "alpha": 5.0, "branch": "fused"}

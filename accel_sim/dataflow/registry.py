@@ -1,94 +1,56 @@
-"""The dataflow registry: one module per scheme, one ``@register`` line each.
+"""The dataflow registry: every dataflow declared by a plan module of this package, by name.
 
-A dataflow is a function ``build(gemm, arch, stats, knobs) -> Plan``:
-
-* ``gemm`` — the GEMM to lower;
-* ``arch`` — the architecture (a plan may adapt, e.g. run FP16 work on an INT-only unit's
-  vector unit);
-* ``stats`` — data-dependent statistics of the GEMM's real tensors (OSC table width, outlier
-  channels, OPS skip fractions) or ``None`` when the scheme needs none or none is available;
-* ``knobs`` — the scheme's parameters, validated against ``Dataflow.knobs`` (defaults there).
+A plan module (``fp16.py``, ``w8a8.py``...) declares its dataflows with ``@register`` from
+:mod:`accel_sim.dataflow.base` (see there for what a dataflow is). This module imports every
+module of the package once (:func:`pkgutil.iter_modules`, sorted by name) and collects the
+declared :class:`Dataflow` objects in file order, so adding a dataflow is one new module; the
+plan modules never import the registry (no import cycle).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+import importlib
+import pkgutil
+from types import ModuleType
 
-from accel_sim.arch.schema import Arch
-from accel_sim.dataflow.plan import Plan
+import accel_sim.dataflow as _package
+from accel_sim.dataflow.base import Builder, Dataflow, register
 from accel_sim.errors import UserInputError
-from accel_sim.workload.gemm import Gemm
 
-Builder = Callable[[Gemm, Arch, Mapping[str, Any] | None, Mapping[str, Any]], Plan]
-
-
-@dataclass(frozen=True)
-class Dataflow:
-    name: str
-    build: Builder
-    knobs: dict[str, Any] = field(default_factory=dict)
-    description: str = ""
-    needs_stats: bool = False
-    #: the key of this dataflow's numerical error in a trace's ``errors`` table, from its knobs
-    #: and the GEMM (``None``: the trace has no error for these knobs)
-    error_key: Callable[[Mapping[str, Any], Gemm], str | None] = lambda knobs, gemm: None
-
-    def numerical_error(self, stats, knobs, gemm) -> float | None:
-        """Relative output error ‖Y − Y_fp32‖/‖Y_fp32‖ from the trace, if it has one."""
-        errors = (stats or {}).get("errors") or {}
-        key = self.error_key(knobs, gemm)
-        return errors.get(key) if key else None
-
-    def resolve_knobs(self, given: Mapping[str, Any] | None, source: str = "knobs") -> dict:
-        """Defaults overlaid with ``given``; an unknown knob or a mistyped value is an error."""
-        knobs = dict(self.knobs)
-        for key, value in (given or {}).items():
-            if key not in self.knobs:
-                raise UserInputError(
-                    source, f"unknown knob for {self.name}; known: {sorted(self.knobs)}", key
-                )
-            default = self.knobs[key]
-            if isinstance(default, bool) != isinstance(value, bool) or (
-                isinstance(default, int | float) and not isinstance(value, int | float)
-            ):
-                raise UserInputError(
-                    source, f"{self.name} knob expects {type(default).__name__}, got {value!r}", key
-                )
-            knobs[key] = value
-        return knobs
+__all__ = ["DATAFLOWS", "Builder", "Dataflow", "dataflow_names", "get_dataflow", "register"]
 
 
-DATAFLOWS: dict[str, Dataflow] = {}
+def _declared(module: ModuleType) -> list[Dataflow]:
+    """The dataflows declared by ``@register`` on the functions defined in ``module``."""
+    return [
+        flow
+        for obj in vars(module).values()
+        if callable(obj) and getattr(obj, "__module__", None) == module.__name__
+        for flow in getattr(obj, "dataflows", ())
+    ]
 
 
-def register(name: str, knobs: dict[str, Any] | None = None, description: str = "",
-             needs_stats: bool = False,
-             error_key=None) -> Callable[[Builder], Builder]:  # fmt: skip
-    """Register a dataflow; ``error_key(knobs, gemm)`` names its entry in a trace's errors
-    (default: the dataflow's own name)."""
+def _collect() -> dict[str, Dataflow]:
+    found: dict[str, Dataflow] = {}
+    for info in pkgutil.iter_modules(_package.__path__):
+        if info.name == "registry":
+            continue
+        module = importlib.import_module(f"{_package.__name__}.{info.name}")
+        for flow in _declared(module):
+            if flow.name in found:
+                raise RuntimeError(f"dataflow {flow.name!r} declared twice ({module.__name__})")
+            found[flow.name] = flow
+    return found
 
-    def wrap(build: Builder) -> Builder:
-        key = error_key or (lambda knobs, gemm: name)
-        DATAFLOWS[name] = Dataflow(name, build, dict(knobs or {}), description, needs_stats, key)
-        return build
 
-    return wrap
+DATAFLOWS: dict[str, Dataflow] = _collect()
 
 
 def get_dataflow(name: str, source: str = "--dataflow") -> Dataflow:
-    _load_all()
     if name not in DATAFLOWS:
         raise UserInputError(source, f"unknown dataflow {name!r}; known: {sorted(DATAFLOWS)}")
     return DATAFLOWS[name]
 
 
 def dataflow_names() -> list[str]:
-    _load_all()
     return list(DATAFLOWS)
-
-
-def _load_all() -> None:
-    # importing the modules runs their @register lines
-    from accel_sim.dataflow import fp16, llm_int8, muxq, ops, osc, w4a4, w8a8  # noqa: F401

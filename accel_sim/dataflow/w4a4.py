@@ -6,9 +6,9 @@ prefixed tokens only lengthen attention's K/V (``workload/models.py``), not the 
 
 from __future__ import annotations
 
+from accel_sim.dataflow.base import register
 from accel_sim.dataflow.common import PER_CHANNEL_SCALE_BITS
 from accel_sim.dataflow.plan import MatmulOp, Plan
-from accel_sim.dataflow.registry import register
 
 
 @register("w4a4_static", {}, "INT4 per-channel weights, per-tensor static INT4 activations")

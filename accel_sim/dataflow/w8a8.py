@@ -12,9 +12,9 @@ W is INT8 (or FP8 with ``format: fp8``) offline, with an FP32 scale per output c
 
 from __future__ import annotations
 
+from accel_sim.dataflow.base import register
 from accel_sim.dataflow.common import PER_CHANNEL_SCALE_BITS, absmax_pass, quantize_pass
 from accel_sim.dataflow.plan import MatmulOp, Plan
-from accel_sim.dataflow.registry import register
 
 KNOBS = {"format": "int8"}
 

@@ -1,4 +1,4 @@
-"""Numerically faithful reference outputs Y = X·Wᵀ for every dataflow (DESIGN §3).
+"""Numerically faithful reference outputs Y = X·Wᵀ for every dataflow (docs/modelling.md).
 
 Shapes: X is M×K float activations, W is N×K float weights (one output channel per row, so
 blocks and per-channel scales run along K for both), Y is M×N. Each ``y_*`` function quantizes the
@@ -88,7 +88,7 @@ def y_w8a8(
     act_scale: float | None = None,
     w_per_channel: bool = True,
 ) -> np.ndarray:
-    """W8A8 INT8 dataflow (OSC's baseline; DESIGN §3).
+    """W8A8 INT8 dataflow (OSC's baseline; docs/dataflows.md).
 
     ``per_token=True``: X per-token dynamic absmax INT8 (one scale per row of X).
     ``per_token=False``: one per-tensor scale for X: ``act_scale`` if given (static, calibrated;
@@ -277,7 +277,7 @@ def ops_slices(q: np.ndarray, sign: str = "sign_magnitude") -> tuple[np.ndarray,
     ``sign_magnitude`` (default): hi = sign·(|q| >> 12) in [-7, 7] (sign bit + 3 magnitude bits),
     lo = sign·(|q| & 0xFFF); a small value of either sign has hi = 0. ``twos_complement``:
     hi = q >> 12 (arithmetic) in [-8, 7], lo = q & 0xFFF in [0, 4095]; small negatives have
-    hi = −1 (0xF), which defeats the zero-slice skipping (DESIGN §3).
+    hi = −1 (0xF), which defeats the zero-slice skipping (docs/modelling.md, OPS).
     """
     q = np.asarray(q, dtype=np.float64)
     if sign == "sign_magnitude":

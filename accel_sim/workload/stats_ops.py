@@ -3,7 +3,7 @@ and the per-tensor summary :func:`tensor_stats`. Conventions as in :mod:`.stats`
 
 INT16 (OPS §I: weights and activations as 16-bit integers): symmetric per-tensor, scale
 s = absmax/32767 (s = 1 for an all-zero tensor), q = clip(rint(float64(x)/s), ±32767), rint rounds
-half to even. Sign-magnitude slices (DESIGN §3; the paper leaves the encoding open): q = sign·mag,
+half to even. Sign-magnitude slices (docs/modelling.md; the paper leaves it open): q = sign·mag,
 mag ∈ [0, 32767], hi = mag >> 12 ∈ [0, 7] (4 bits with the sign), lo = mag & 0xFFF (three 4-bit
 slices). In two's complement hi = (q >> 12) & 0xF is 0xF for every small negative q.
 

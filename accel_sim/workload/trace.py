@@ -22,12 +22,13 @@ from typing import Any
 
 import numpy as np
 
+from accel_sim import resources
 from accel_sim.errors import UserInputError
 from accel_sim.report.io import read_csv_checked, read_json_file
 from accel_sim.workload.gemm import Gemm, parse_dim
 from accel_sim.workload.npio import load_npz
 
-TRACE_DIR = Path(__file__).resolve().parents[2] / "traces"
+TRACE_DIR = resources.data_dir("trace")  # shipped compact traces (see accel_sim.resources)
 GEMM_COLUMNS = ["index", "layer", "name", "kind", "M", "K", "N"]
 
 
@@ -59,14 +60,7 @@ class Trace:
 
 
 def resolve_trace_path(name_or_path: str | Path) -> Path:
-    path = Path(name_or_path)
-    if path.is_dir():
-        return path
-    shipped = TRACE_DIR / str(name_or_path)
-    if shipped.is_dir():
-        return shipped
-    known = sorted(p.name for p in TRACE_DIR.glob("*") if p.is_dir())
-    raise UserInputError(str(name_or_path), f"no such trace directory; shipped traces: {known}")
+    return resources.resolve("trace", name_or_path)
 
 
 _LAYER = re.compile(r"-?[0-9]{1,9}")

@@ -1,0 +1,80 @@
+"""What a dataflow is (:class:`Dataflow`) and ``@register``, which declares one on its builder.
+
+A dataflow is a function ``build(gemm, arch, stats, knobs) -> Plan``:
+
+* ``gemm`` — the GEMM to lower;
+* ``arch`` — the architecture (a plan may adapt, e.g. run FP16 work on an INT-only unit's
+  vector unit);
+* ``stats`` — data-dependent statistics of the GEMM's real tensors (OSC table width, outlier
+  channels, OPS skip fractions) or ``None`` when the scheme needs none or none is available;
+* ``knobs`` — the scheme's parameters, validated against ``Dataflow.knobs`` (defaults there).
+
+A plan module imports :func:`register` from here, never the registry: ``@register`` only attaches
+the :class:`Dataflow` to its builder (``build.dataflows``), and :mod:`accel_sim.dataflow.registry`
+imports the plan modules and collects them. The dependency runs one way, so there is no cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from accel_sim.arch.schema import Arch
+from accel_sim.dataflow.plan import Plan
+from accel_sim.errors import UserInputError
+from accel_sim.workload.gemm import Gemm
+
+Builder = Callable[[Gemm, Arch, Mapping[str, Any] | None, Mapping[str, Any]], Plan]
+
+
+@dataclass(frozen=True)
+class Dataflow:
+    name: str
+    build: Builder
+    knobs: dict[str, Any] = field(default_factory=dict)
+    description: str = ""
+    needs_stats: bool = False
+    #: the key of this dataflow's numerical error in a trace's ``errors`` table, from its knobs
+    #: and the GEMM (``None``: the trace has no error for these knobs)
+    error_key: Callable[[Mapping[str, Any], Gemm], str | None] = lambda knobs, gemm: None
+
+    def numerical_error(self, stats, knobs, gemm) -> float | None:
+        """Relative output error ‖Y − Y_fp32‖/‖Y_fp32‖ from the trace, if it has one."""
+        errors = (stats or {}).get("errors") or {}
+        key = self.error_key(knobs, gemm)
+        return errors.get(key) if key else None
+
+    def resolve_knobs(self, given: Mapping[str, Any] | None, source: str = "knobs") -> dict:
+        """Defaults overlaid with ``given``; an unknown knob or a mistyped value is an error."""
+        knobs = dict(self.knobs)
+        for key, value in (given or {}).items():
+            if key not in self.knobs:
+                raise UserInputError(
+                    source, f"unknown knob for {self.name}; known: {sorted(self.knobs)}", key
+                )
+            default = self.knobs[key]
+            if isinstance(default, bool) != isinstance(value, bool) or (
+                isinstance(default, int | float) and not isinstance(value, int | float)
+            ):
+                raise UserInputError(
+                    source, f"{self.name} knob expects {type(default).__name__}, got {value!r}", key
+                )
+            knobs[key] = value
+        return knobs
+
+
+def register(name: str, knobs: dict[str, Any] | None = None, description: str = "",
+             needs_stats: bool = False,
+             error_key=None) -> Callable[[Builder], Builder]:  # fmt: skip
+    """Declare the dataflow ``name`` built by the decorated function; ``error_key(knobs, gemm)``
+    names its entry in a trace's errors (default: the dataflow's own name). Stacked decorators
+    declare several dataflows on one builder, top one first."""
+
+    def wrap(build: Builder) -> Builder:
+        key = error_key or (lambda knobs, gemm: name)
+        flow = Dataflow(name, build, dict(knobs or {}), description, needs_stats, key)
+        build.dataflows = (flow, *getattr(build, "dataflows", ()))
+        return build
+
+    return wrap
