@@ -1,11 +1,12 @@
-"""Statistics of real activation tensors behind the data-dependent costs (DESIGN §2, §3).
+"""Statistics of real activation tensors behind the data-dependent costs (docs/modelling.md).
 
 Each public kernel ``f`` validates X, converts it once to C-contiguous float32 (M tokens × K
 channels) and runs a numba kernel; ``f_ref`` is its plain-numpy twin. Results are deterministic
 (exact integer counts; :func:`mean_abs` sums per-row float64 partials in a fixed order) and
 |x| > T is decided exactly (float32 |x| vs float64 T, on bit patterns: :func:`_t_bits`).
-Sources: OSC (seed 000) eq. 1, Algorithm 1, §2.2 eqs. 2-4 / Table 1. MUXQ outlier channels, OPS
-INT16 slices and early bird, and :func:`tensor_stats` are in :mod:`.stats_ops` (re-exported here).
+Sources: OSC eq. 1, Algorithm 1, §2.2 eqs. 2-4 / Table 1. MUXQ outlier channels, OPS
+INT16 slices and early bird, and :func:`tensor_stats` are in :mod:`.stats_ops`, which builds on
+this module (never the reverse: no import cycle).
 """
 
 from __future__ import annotations
@@ -375,7 +376,7 @@ def _table_mask(X: Any, table: Any, G: Any, T: Any, name: str) -> tuple[np.ndarr
 
 def osc_branch_coverage(X: Any, table: Any, G: int, T: float) -> float:
     """Fraction of outlier elements (|x| > T) lying in table channels, i.e. carried by OSC's FP16
-    branch B (OSC §3.2 step 3, DESIGN §3). nan when X has no outlier element."""
+    branch B (OSC §3.2 step 3; docs/modelling.md). nan when X has no outlier element."""
     x, mask = _table_mask(X, table, G, T, "osc_branch_coverage")
     total, covered = _coverage_counts(x, mask, float(T))
     return covered / total if total else math.nan
@@ -387,13 +388,3 @@ def osc_branch_coverage_ref(X: Any, table: Any, G: int, T: float) -> float:
     out = np.abs(x).astype(np.float64) > float(T)
     total = int(out.sum())
     return int(out[:, mask].sum()) / total if total else math.nan
-
-
-def __getattr__(name: str) -> Any:
-    """Lazy re-export of :mod:`stats_ops`'s public names (``stats.tensor_stats``...)."""
-    if not name.startswith("_"):
-        from accel_sim.workload import stats_ops
-
-        if hasattr(stats_ops, name):
-            return getattr(stats_ops, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
