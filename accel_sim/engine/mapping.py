@@ -25,8 +25,7 @@ of a temporal loop boundary per memory level, restricted to one boundary per (op
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import lru_cache
+from dataclasses import dataclass, field
 
 from accel_sim.arch.units.base import StepTile
 
@@ -60,6 +59,20 @@ class Mapping:
     tile: StepTile
     loops: tuple[Loop, ...]
     keep: tuple[tuple[tuple[str, int], int, int], ...] = ()
+    #: window_loop(operand, p) for every operand and position, computed once (a hot path)
+    _windows: dict = field(init=False, repr=False, compare=False, hash=False, default=None)
+
+    def __post_init__(self) -> None:
+        table = {}
+        for operand in OPERAND_DIMS:
+            row, last = [], -1
+            for loop_index, loop in enumerate(self.loops):
+                row.append(last)  # position p = loop_index: loops strictly outside p
+                if loop.count > 1 and loop.indexes(operand):
+                    last = loop_index
+            row.append(last)
+            table[operand] = row
+        object.__setattr__(self, "_windows", table)
 
     def position(self, operand: str, level: int) -> int:
         for key, p, _ in self.keep:
@@ -76,7 +89,8 @@ class Mapping:
     def window_loop(self, operand: str, p: int) -> int:
         """The innermost loop outside position ``p`` that indexes ``operand`` and iterates
         (count > 1): a new value of it starts a new window. -1 if there is none."""
-        return _window_loop(self.loops, operand, p)
+        row = self._windows[operand]
+        return row[min(p, len(row) - 1)] if p >= 0 else -1
 
     def footprint(self, operand: str, p: int, size: dict[str, int]) -> tuple[int, int]:
         """(rows, cols) in elements of ``operand``'s footprint at position ``p``."""
@@ -98,15 +112,6 @@ class Mapping:
             seen[loop.dim] = level + 1
             names.append(loop.dim if loop.dim == "b" else f"{loop.dim}{level}")
         return names[::-1]
-
-
-@lru_cache(maxsize=65536)
-def _window_loop(loops: tuple[Loop, ...], operand: str, p: int) -> int:
-    for i in range(min(p, len(loops)) - 1, -1, -1):
-        loop = loops[i]
-        if loop.count > 1 and loop.indexes(operand):
-            return i
-    return -1
 
 
 def nest(tile: StepTile, count: int, n_tiles: dict[str, int], outer: str, inner: str,

@@ -36,6 +36,10 @@ class MemorySystem:
         self.arch = arch
         self.levels: tuple[MemoryLevel, ...] = tuple(arch.memory)
         self.index = {level.name: i for i, level in enumerate(self.levels)}
+        n = len(self.levels)
+        # rates and port sets are looked up millions of times by the mapper: computed once
+        self._rates = {(i, k): self._compute_rate(i, k) for i in range(n) for k in "rw"}
+        self._hops = {(s, d): self._compute_hop(s, d) for s in range(n) for d in range(n) if s != d}
 
     # ----------------------------------------------------------------- ports
     def port(self, level: int, kind: str) -> PortKey:
@@ -44,8 +48,15 @@ class MemorySystem:
 
     def hop_ports(self, src: int, dst: int) -> tuple[PortKey, ...]:
         """Ports a hop holds, in the one global order every holder acquires them (no deadlock)."""
-        ports = {self.port(src, "r"), self.port(dst, "w")}
-        return tuple(sorted(ports))
+        return self._hops[(src, dst)][0]
+
+    def _compute_hop(self, src: int, dst: int) -> tuple[tuple[PortKey, ...], tuple, float]:
+        """(ports in acquisition order, ((port, rate), ...) in that order, hop bandwidth)."""
+        rate = {self.port(src, "r"): self._compute_rate(src, "r"),
+                self.port(dst, "w"): self._compute_rate(dst, "w")}  # fmt: skip
+        ports = tuple(sorted(rate))
+        bandwidth = min(self._compute_rate(src, "r"), self._compute_rate(dst, "w"))
+        return ports, tuple((port, rate[port]) for port in ports), bandwidth
 
     @cached_property
     def all_ports(self) -> tuple[PortKey, ...]:
@@ -53,6 +64,10 @@ class MemorySystem:
 
     # ------------------------------------------------------------- bandwidth
     def _level_rate(self, level: int, kind: str) -> float:
+        """Bytes per cycle of ``level``'s ``kind`` ("r"/"w") port (DRAM: derated, Little's law)."""
+        return self._rates[(level, kind)]
+
+    def _compute_rate(self, level: int, kind: str) -> float:
         mem = self.levels[level]
         rate = mem.read_bytes_per_cycle if kind == "r" or mem.shared_port else (
             mem.write_bytes_per_cycle)  # fmt: skip
@@ -64,17 +79,16 @@ class MemorySystem:
 
     def hop_bandwidth(self, src: int, dst: int) -> float:
         """Bytes per cycle of a hop: the slower of the source's read and destination's write."""
-        return min(self._level_rate(src, "r"), self._level_rate(dst, "w"))
+        return self._hops[(src, dst)][2]
 
     def port_cycles(self, src: int, dst: int, nbytes: int) -> tuple[tuple[PortKey, int], ...]:
         """Cycles a hop of ``nbytes`` occupies each of its ports, in acquisition order."""
+        ports, rates, _ = self._hops[(src, dst)]
         if nbytes <= 0:
-            return tuple((port, 0) for port in self.hop_ports(src, dst))
-        rate = {self.port(src, "r"): self._level_rate(src, "r"),
-                self.port(dst, "w"): self._level_rate(dst, "w")}  # fmt: skip
-        if len(rate) == 1:  # src == dst cannot happen; a shared port used both ways would
-            return tuple((port, self.transfer_cycles(src, dst, nbytes)) for port in rate)
-        return tuple((port, math.ceil(nbytes / rate[port])) for port in sorted(rate))
+            return tuple((port, 0) for port in ports)
+        if len(rates) == 1:  # src == dst cannot happen; a shared port used both ways would
+            return ((ports[0], self.transfer_cycles(src, dst, nbytes)),)
+        return tuple((port, math.ceil(nbytes / rate)) for port, rate in rates)
 
     def transfer_cycles(self, src: int, dst: int, nbytes: int) -> int:
         """Cycles a hop of ``nbytes`` holds its ports (0 bytes take no time)."""
