@@ -171,11 +171,13 @@ def test_out_is_checked_before_any_work(run_cli, tmp_path, monkeypatch):
         raise AssertionError("simulate_model ran before --out was checked")
 
     monkeypatch.setattr(simulate_module, "simulate_model", boom)
-    for out in [tmp_path / "no-such-dir" / "rows.csv", tmp_path / "rows.txt", tmp_path, ""]:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    for out in [blocker / "sub" / "rows.csv", tmp_path / "rows.txt", tmp_path, ""]:
         code, stdout, err = run_cli(["model", "gpt2-small", "--tokens", "4", "--out", out])
         assert code == 2 and stdout == "" and err.count("\n") == 1, (out, err)
         assert err.startswith("accel-sim: error: ")
-    assert list(tmp_path.iterdir()) == []  # nothing written
+    assert list(tmp_path.iterdir()) == [blocker]  # nothing written
 
 
 def test_help_names_real_places_and_every_argument_has_help():

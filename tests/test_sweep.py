@@ -240,7 +240,7 @@ def test_bad_spec_is_one_user_error(tmp_path, change, needle):
 
 
 def test_unreadable_or_malformed_spec(tmp_path):
-    with pytest.raises(UserInputError, match="cannot read the sweep file"):
+    with pytest.raises(UserInputError, match="not found"):
         load_spec(tmp_path / "missing.yaml")
     bad = tmp_path / "bad.yaml"
     bad.write_text("grid: [1, 2\n")

@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 
 import pydantic as pyd
 
+from accel_sim import resources
 from accel_sim.arch.load import load_arch, resolve_arch_path
 from accel_sim.errors import UserInputError, user_error_from_validation
 from accel_sim.sweep.grid import check_grid_size
@@ -93,7 +94,7 @@ class Sweep:
 def load_spec(path: str | Path) -> Sweep:
     """Parse and validate a sweep file and count its grid; every problem is one
     :class:`UserInputError`."""
-    path, src = Path(path), str(path)
+    path, src = resources.resolve("sweep", path), str(path)
     data = read_yaml(path)
     try:
         spec = SweepSpec.model_validate(data)
