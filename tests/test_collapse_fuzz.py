@@ -16,7 +16,7 @@ import pytest
 from accel_sim.arch.load import arch_from_dict, load_arch
 from accel_sim.dataflow.plan import MatmulOp
 from accel_sim.engine.des import simulate_program
-from accel_sim.engine.program import Program
+from accel_sim.engine.mapper import mapped_program
 
 BITS = {"fp16": 16, "int8": 8, "int4": 4}
 CASES = 60
@@ -49,7 +49,7 @@ def test_collapse_on_off_identical(seed):
     M, K, N = (rng.randint(1, 2048) for _ in range(3))
     op = MatmulOp("fuzz", M, K, N, precision, BITS[precision], BITS[precision],
                   epilogue_ops_per_output=rng.choice([0.0, 2.0]), count=rng.randint(1, 3))
-    program = Program(arch, op)
+    program = mapped_program(arch, op)
     fast = simulate_program(program, collapse=True)
     slow = simulate_program(program, collapse=False)
     assert (fast.cycles, fast.stalls) == (slow.cycles, slow.stalls)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from accel_sim.arch.load import load_arch
 from accel_sim.dataflow.plan import MatmulOp
 from accel_sim.engine.des import simulate_program
-from accel_sim.engine.program import Program
+from accel_sim.engine.mapper import mapped_program
 from accel_sim.engine.twin import twin_cycles
 
 CUBE = "ascend_like_cube"
@@ -27,20 +27,21 @@ def _op(M, K, N, precision="fp16", **kw):
 @pytest.mark.parametrize("precision,rate", [("fp16", 1), ("fp8", 2), ("fp4", 4)])
 def test_cube_compute_cycles_are_blocks_per_cycle(M, K, N, precision, rate):
     """Ascend cube: one 16×(16·r)×16 block per cycle, edge blocks padded (docs/engine.md)."""
-    program = Program(load_arch(CUBE), _op(M, K, N, precision))
+    program = mapped_program(load_arch(CUBE), _op(M, K, N, precision))
     expected = math.ceil(M / 16) * math.ceil(K / (16 * rate)) * math.ceil(N / 16)
     assert program.compute_cycles == expected
 
 
 def test_rate_table_gives_1_2_4():
     arch = load_arch(CUBE)
-    cycles = [Program(arch, _op(256, 4096, 256, p)).compute_cycles for p in ("fp16", "fp8", "fp4")]
+    cycles = [mapped_program(arch, _op(256, 4096, 256, p)).compute_cycles
+              for p in ("fp16", "fp8", "fp4")]  # fmt: skip
     assert cycles[0] == 2 * cycles[1] == 4 * cycles[2]
 
 
 def test_accounting_identity():
     """cycles = compute + Σ stalls, and stalls name real causes."""
-    program = Program(load_arch(CUBE), _op(512, 2048, 1024, "int8"))
+    program = mapped_program(load_arch(CUBE), _op(512, 2048, 1024, "int8"))
     t = simulate_program(program)
     assert t.cycles == t.compute_cycles + sum(t.stalls.values())
     assert all(k.startswith(("load:", "store:", "drain")) for k in t.stalls)
@@ -49,7 +50,7 @@ def test_accounting_identity():
 def test_memory_bound_decode_is_paced_by_hbm():
     """16×4096×4096 INT8: the 16 MB of weights cross HBM at 37 B/cycle; nothing else comes close."""
     arch = load_arch(CUBE)
-    program = Program(arch, _op(16, 4096, 4096, "int8"))
+    program = mapped_program(arch, _op(16, 4096, 4096, "int8"))
     t = simulate_program(program)
     hbm_bytes = sum(b for ln, b in zip(program.links, program.link_bytes) if ln.src == 0)
     lower = hbm_bytes / arch.dram.read_bytes_per_cycle
@@ -70,7 +71,7 @@ SHAPES = [(16, 4096, 4096), (64, 4096, 12288), (128, 4096, 4096), (512, 768, 204
 @pytest.mark.parametrize("M,K,N", SHAPES)
 @pytest.mark.parametrize("precision", ["fp16", "int8", "fp4"])
 def test_collapse_is_exact(M, K, N, precision):
-    program = Program(load_arch(CUBE), _op(M, K, N, precision, epilogue_ops_per_output=2))
+    program = mapped_program(load_arch(CUBE), _op(M, K, N, precision, epilogue_ops_per_output=2))
     fast = simulate_program(program, collapse=True)
     slow = simulate_program(program, collapse=False)
     assert fast.cycles == slow.cycles
@@ -84,8 +85,8 @@ def test_instances_share_one_pipeline(count):
     """count independent instances (heads) run back to back in one pipeline: exactly count ×
     the compute cycles, at most count × the single-instance cycles, collapse still exact."""
     arch = load_arch(CUBE)
-    one = simulate_program(Program(arch, _op(1, 128, 2049, "fp16")))
-    program = Program(arch, _op(1, 128, 2049, "fp16", count=count))
+    one = simulate_program(mapped_program(arch, _op(1, 128, 2049, "fp16")))
+    program = mapped_program(arch, _op(1, 128, 2049, "fp16", count=count))
     many = simulate_program(program)
     assert many.compute_cycles == count * one.compute_cycles
     assert many.cycles < count * one.cycles
@@ -100,7 +101,7 @@ def test_instances_share_one_pipeline(count):
     arch=st.sampled_from([CUBE, "systolic_32x32_ws", "systolic_128x128_os"]),
 )  # fmt: skip
 def test_collapse_exact_property(M, K, N, precision, arch):
-    program = Program(load_arch(arch), _op(M, K, N, precision))
+    program = mapped_program(load_arch(arch), _op(M, K, N, precision))
     fast, slow = simulate_program(program), simulate_program(program, collapse=False)
     assert (fast.cycles, fast.stalls) == (slow.cycles, slow.stalls)
     assert fast.cycles >= fast.compute_cycles
@@ -123,7 +124,7 @@ AGREE = [
 
 @pytest.mark.parametrize("arch,M,K,N,precision", AGREE)
 def test_twin_agrees(arch, M, K, N, precision):
-    program = Program(load_arch(arch), _op(M, K, N, precision))
+    program = mapped_program(load_arch(arch), _op(M, K, N, precision))
     des = simulate_program(program).cycles
     assert abs(twin_cycles(program) - des) / des < 0.005
 
@@ -146,7 +147,7 @@ def test_panels_that_fit_are_read_from_dram_once():
     B crosses HBM exactly once."""
     arch = load_arch(CUBE)
     op = MatmulOp("t", 256, 2560, 12288, "fp4", 4.2, 4.2)
-    program = Program(arch, op)
+    program = mapped_program(arch, op)
     hbm = {ln.operand: b for ln, b in zip(program.links, program.link_bytes) if ln.src == 0}
     # (each tile's bytes are rounded up to whole bytes: hence the relative tolerance)
     assert hbm["A"] == pytest.approx(256 * 2560 * 4.2 / 8, rel=1e-4)
@@ -160,7 +161,7 @@ def test_first_mismatch_matches_brute_force(M, K, N, count, data):
     """The collapse's look-ahead (change points only) equals a step-by-step scan of raw codes."""
     import numpy as np
 
-    program = Program(load_arch(CUBE), _op(M, K, N, "int8", count=count))
+    program = mapped_program(load_arch(CUBE), _op(M, K, N, "int8", count=count))
     n = program.n_steps
     codes = program.codes_at(np.arange(n), canonical=False)
     period = data.draw(st.integers(1, max(1, n - 1)))

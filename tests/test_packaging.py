@@ -24,10 +24,7 @@ ROOT = PACKAGE.parent
 
 #: Cycles through imports inside functions that are known and not yet removed (each one a
 #: strongly connected component). Module-level cycles are never allowed. Empty this as they go.
-KNOWN_FUNCTION_LEVEL_CYCLES: set[frozenset[str]] = {
-    # Program() without a mapping asks the mapper; mapper.estimate builds a Program and the twin
-    frozenset({"accel_sim.engine.mapper", "accel_sim.engine.program", "accel_sim.engine.twin"}),
-}
+KNOWN_FUNCTION_LEVEL_CYCLES: set[frozenset[str]] = set()
 
 
 # --------------------------------------------------------------------------- import graph

@@ -17,7 +17,7 @@ from accel_sim.arch.load import list_archs, load_arch
 from accel_sim.dataflow.plan import MatmulOp
 from accel_sim.dataflow.registry import get_dataflow
 from accel_sim.engine.des import simulate_program
-from accel_sim.engine.program import Program
+from accel_sim.engine.mapper import mapped_program
 from accel_sim.engine.twin import twin_cycles
 from accel_sim.workload.gemm import Gemm
 
@@ -64,7 +64,7 @@ def grid_ops(seed: int, n: int, archs=None, dataflows=GRID_DATAFLOWS, top: int =
 
 
 def agreement(arch_name: str, flow: str, arch, op: MatmulOp) -> Agreement:
-    program = Program(arch, op)
+    program = mapped_program(arch, op)
     return Agreement(arch_name, flow, op, simulate_program(program).cycles, twin_cycles(program))
 
 

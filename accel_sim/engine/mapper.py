@@ -25,7 +25,8 @@ from accel_sim.arch.units.base import StepTile
 from accel_sim.dataflow.plan import MatmulOp
 from accel_sim.engine.mapping import OPERAND_DIMS, Loop, Mapping, nest
 from accel_sim.engine.memory import MemorySystem
-from accel_sim.engine.program import step_busy_cycles, tile_bytes
+from accel_sim.engine.program import Program, step_busy_cycles, tile_bytes
+from accel_sim.engine.twin import twin_cycles
 from accel_sim.errors import UserInputError
 
 
@@ -245,9 +246,6 @@ def quick_estimate(space: _Space, mapping: Mapping) -> tuple[float, int, int]:
 def estimate(arch: Arch, op: MatmulOp, mapping: Mapping) -> Estimate:
     """The closed-form model of a mapping (the twin, ``twin.py``) with its byte totals and the
     resource that binds (the one with the most busy cycles)."""
-    from accel_sim.engine.program import Program
-    from accel_sim.engine.twin import twin_cycles  # imported late: twin imports program
-
     prog = Program(arch, op, mapping)
     mem = prog.memory
     busy: dict = {}
@@ -366,3 +364,8 @@ def map_matmul(arch: Arch, op: MatmulOp) -> Mapping:
             _CACHE.clear()
         _CACHE[key] = hit
     return hit
+
+
+def mapped_program(arch: Arch, op: MatmulOp) -> Program:
+    """The step program of ``op`` under the mapper's chosen mapping."""
+    return Program(arch, op, map_matmul(arch, op))

@@ -107,11 +107,7 @@ def step_busy_cycles(arch: Arch, memory: MemorySystem, op: MatmulOp, tile, rate:
 class Program:
     """The step program of ``op`` on ``arch`` under ``mapping``."""
 
-    def __init__(self, arch: Arch, op: MatmulOp, mapping: Mapping | None = None) -> None:
-        if mapping is None:  # the mapper's choice
-            from accel_sim.engine.mapper import map_matmul
-
-            mapping = map_matmul(arch, op)
+    def __init__(self, arch: Arch, op: MatmulOp, mapping: Mapping) -> None:
         self.arch, self.op, self.mapping = arch, op, mapping
         self.memory = MemorySystem(arch)
         self.unit = arch.compute

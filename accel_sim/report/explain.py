@@ -9,9 +9,8 @@ from dataclasses import dataclass
 from accel_sim.arch.schema import Arch
 from accel_sim.dataflow.plan import MatmulOp
 from accel_sim.engine.des import simulate_program
-from accel_sim.engine.mapper import estimate
+from accel_sim.engine.mapper import estimate, mapped_program
 from accel_sim.engine.mapping import OPERAND_DIMS
-from accel_sim.engine.program import Program
 
 
 def _size(nbytes: float) -> str:
@@ -35,7 +34,7 @@ class Explanation:
 
 def explain_matmul(arch: Arch, op: MatmulOp) -> Explanation:
     """Mapping, per-level keeps, bytes and the binding bound of ``op`` on ``arch``."""
-    program = Program(arch, op)
+    program = mapped_program(arch, op)
     mapping = program.mapping
     timing = simulate_program(program)
     names = mapping.describe_loops()
