@@ -1,4 +1,4 @@
-"""``accel-sim sweep SWEEP.yaml --out DIR [--scheduler ADDR] [--no-progress]``."""
+"""``accel-sim sweep SWEEP.yaml [--out DIR] [--scheduler ADDR] [--no-progress]``."""
 
 from __future__ import annotations
 
@@ -16,12 +16,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         f"OUT/points as it finishes (at most {MAX_POINTS:,} points per sweep file), then the "
         "table (results.csv/.parquet) and plots (pareto.png, heatmap.png) go to OUT.",
     )  # fmt: skip
-    parser.add_argument("spec", help="sweep YAML (see workloads/sweeps/example.yaml)")
+    parser.add_argument("spec", help="sweep YAML or shipped sweep name (see "
+                        "workloads/sweeps/example.yaml)")  # fmt: skip
     parser.add_argument(
         "--out",
-        required=True,
         metavar="DIR",
-        help="output directory, e.g. results/sweep (a rerun resumes)",
+        help="output directory (default: results/sweep-<spec name>; a rerun resumes)",
     )
     parser.add_argument(
         "--scheduler",
@@ -42,6 +42,11 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     from accel_sim.sweep.results import front_report
     from accel_sim.sweep.run import run_sweep
 
-    df = run_sweep(args.spec, args.out, scheduler=args.scheduler, progress=not args.no_progress)
+    out = args.out
+    if out is None:
+        from pathlib import Path
+
+        out = Path("results") / f"sweep-{Path(str(args.spec)).stem}"
+    df = run_sweep(args.spec, out, scheduler=args.scheduler, progress=not args.no_progress)
     print(front_report(df))
     return 0
