@@ -250,6 +250,9 @@ def _version() -> str:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``accel-sim``; returns the exit code (0 ok, 2 user error)."""
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
+        parser.error(f"unrecognized argument {argv[0]} before the command")  # not "COMMAND missing"
     args = parser.parse_args(argv)
     try:
         code = args.func(args)

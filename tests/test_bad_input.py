@@ -390,8 +390,10 @@ def test_missing_trace(tmp_path, run_cli):
         (["frobnicate"], ("frobnicate",)),
         (["run", "--gemm", GEMM, "--engine", "warp"], ("warp",)),
         (["run", "--gemm"], ("--gemm",)),
+        (["--bogus", "run"], ("--bogus",)),
     ],
-    ids=["unknown-flag", "missing-subcommand", "unknown-subcommand", "bad-choice", "no-value"],
+    ids=["unknown-flag", "missing-subcommand", "unknown-subcommand", "bad-choice", "no-value",
+         "unknown-top-level-flag"],  # fmt: skip
 )
 def test_bad_cli(run_cli, args, needles):
     assert_user_error(run_cli(args), *needles)
