@@ -348,7 +348,7 @@ class _Engine:
             period = j - j0
             if lo - period < 0:
                 continue
-            repeats = (self.program.first_mismatch(lo, period) - hi - period) // period
+            repeats = (self.program.first_mismatch(lo, period) - hi - 1) // period
             if repeats >= 1 and (best is None or repeats * period > best[0] * best[1]):
                 best = (repeats, period, now - t0, stalls0, in_flight)
         return best
