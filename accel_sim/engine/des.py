@@ -30,6 +30,7 @@ stall counter by whole periods at once. This is exact; ``collapse=False`` checks
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
 
@@ -42,6 +43,8 @@ from accel_sim.engine.program import Program
 QUEUE_DEPTH = 16
 #: Earlier occurrences of each state kept as candidate periods for the collapse.
 HISTORY = 8
+#: Known self-maps (period, cycles, stall growth) kept per state.
+MAPS = 8
 
 
 @dataclass(frozen=True)
@@ -228,6 +231,10 @@ class _Engine:
         self.ports: dict[tuple[int, str], simpy.Resource] = {}
         self.seen: dict[tuple, list[tuple[int, int, dict]]] = {}
         self.simulated = self.collapsed = 0
+        # every fingerprint taken, in step order, and the self-maps learnt from jumps
+        self.trail_steps: list[int] = []
+        self.trail_sigs: list[tuple] = []
+        self.maps: dict[tuple, list[tuple[int, int, int, dict]]] = {}
         self.end_of_compute = 0
         # fingerprints are taken at the start of each sweep of the innermost iterating loop
         # when that loop is short (periods are whole sweeps there); inside a long loop the
@@ -333,25 +340,79 @@ class _Engine:
         )
         return (tuple(p.state(j, now) for p in self.procs), queue, stores, slots, ports)
 
-    def _longest_jump(self, j: int, now: int, history: list) -> tuple | None:
-        """Of the earlier occurrences of the current state, the one whose period can be
-        repeated over the most steps before the step classes stop repeating (a short period
-        stops at the next loop boundary; a whole-sweep period can jump across many sweeps)."""
+    def _bounds(self) -> tuple[int, int, list]:
+        """(lo, hi, granted gets): the lowest and highest step index any process, queued token
+        or granted get still refers to. Every step the future looks up lies at or after lo, and
+        a stretch of evolution that ends with the same state shifted by P steps looks up steps
+        up to hi + P at most (positions only grow)."""
         active = [p.idx for p in self.procs if p.phase != "get"]
         in_flight = simpy_adapter.granted_gets(self.env)
         queued = [i for store in self.stores for i, _ in store.items]
         queued += [simpy_adapter.event_value(ev)[0] for ev in in_flight]
         queued += [ev.item[0] for store in self.stores for ev in store.put_queue]
-        lo, hi = min(active + queued), max(active + queued)
+        return min(active + queued), max(active + queued), in_flight
+
+    def _longest_jump(self, j: int, now: int, sig: tuple, history: list) -> tuple | None:
+        """The jump over the most steps that the current state allows, as (repeats, period,
+        cycles per period, stall growth per period, earlier step of this state or None).
+
+        Two kinds of candidates:
+
+        * an earlier occurrence ``j0`` of this state (``history``): the evolution from ``j0``
+          to ``j`` came back to the same state P = j − j0 steps and ``dt`` cycles later; it
+          repeats as long as the steps it looks up, [lo, hi + r·P], have the raw classes of
+          the steps P earlier (a short period stops at the next loop boundary; a whole-sweep
+          period can jump across many sweeps);
+        * a known *self-map* of this state (``self.maps``): some state-equal step ``j1``
+          (anywhere earlier, e.g. in an earlier block or instance) is known to come back to
+          itself after P steps and ``dt`` cycles. From here that evolution replays exactly if
+          the steps it looks up, [lo, hi + P], have the raw classes of the steps D = j − j1
+          before them, and it repeats while [lo + P, hi + r·P] is P-periodic. This reuses a
+          period found once wherever the state recurs, without simulating a period again.
+        """
+        prog, n = self.program, self.program.n_steps
+        lo, hi, in_flight = self._bounds()
+        table = prog.canonical
+        raw = prog.code
+
+        def code(i: int) -> int:
+            return table[raw(i)]
+
         best = None
         for j0, t0, stalls0 in history:
             period = j - j0
-            if lo - period < 0:
+            if lo - period < 0 or hi + period >= n:
                 continue
-            repeats = (self.program.first_mismatch(lo, period) - hi - 1) // period
+            if code(lo) != code(lo - period) or code(hi + period) != code(hi):
+                continue  # cheap necessary conditions before the vectorised search
+            repeats = (prog.match_end(lo, period) - hi - 1) // period
             if repeats >= 1 and (best is None or repeats * period > best[0] * best[1]):
-                best = (repeats, period, now - t0, stalls0, in_flight)
-        return best
+                delta = {k: v - stalls0.get(k, 0) for k, v in self.stalls.items()}
+                best = (repeats, period, now - t0, delta, j0)
+        for j1, period, dt, delta in self.maps.get(sig, ()):
+            shift, top = j - j1, hi + period
+            if top >= n or (best is not None and (n - hi) // period * period <= best[0] * best[1]):
+                continue
+            if code(lo) != code(lo - shift) or code(top) != code(top - shift):
+                continue
+            if prog.match_end(lo, shift, top + 1) <= top:
+                continue
+            repeats = max(1, (prog.match_end(lo + period, period) - hi - 1) // period)
+            if best is None or repeats * period > best[0] * best[1]:
+                best = (repeats, period, dt, delta, None)
+        return best if best is None else best + (in_flight,)
+
+    def _learn(self, j: int, j0: int, period: int, dt: int, delta: dict) -> None:
+        """The state at ``j`` equals the one at ``j0`` = j − P and the classes allow at least
+        one more period: then every fingerprinted state between them, at j1, comes back to
+        itself at j1 + P (the evolution from j to j1 + P mirrors the one from j0 to j1), P steps
+        and ``dt`` cycles later with the same stall growth. Record those self-maps."""
+        k = bisect.bisect_left(self.trail_steps, j0)
+        for j1, sig in zip(self.trail_steps[k:], self.trail_sigs[k:]):
+            maps = self.maps.setdefault(sig, [])
+            if not any(m[1] == period and m[2] == dt and m[3] == delta for m in maps):
+                maps.append((j1, period, dt, delta))
+                del maps[:-MAPS]
 
     def after_step(self, j: int) -> None:
         self.simulated += 1
@@ -360,12 +421,16 @@ class _Engine:
         sig = self._signature(j)
         now = self.env.now
         history = self.seen.setdefault(sig, [])
-        best = self._longest_jump(j, now, history) if history else None
+        best = self._longest_jump(j, now, sig, history) if history or sig in self.maps else None
         history.append((j, now, dict(self.stalls)))
         del history[:-HISTORY]
+        self.trail_steps.append(j)
+        self.trail_sigs.append(sig)
         if best is None:
             return
-        repeats, period, dt, stalls0, in_flight = best
+        repeats, period, dt, delta, j0, in_flight = best
+        if j0 is not None:
+            self._learn(j, j0, period, dt, delta)
         steps, cycles = repeats * period, repeats * dt
         simpy_adapter.advance(self.env, cycles)
         for proc in self.procs:
@@ -378,8 +443,8 @@ class _Engine:
         for ev in in_flight:
             i, r = simpy_adapter.event_value(ev)
             simpy_adapter.set_event_value(ev, (i + steps, r + cycles if r else 0))
-        for key, value in self.stalls.items():
-            self.stalls[key] = value + repeats * (value - stalls0.get(key, 0))
+        for key, value in delta.items():
+            self.stalls[key] = self.stalls.get(key, 0) + repeats * value
         self.collapsed += steps
 
     def run(self) -> MatmulTiming:

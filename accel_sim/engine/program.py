@@ -125,6 +125,10 @@ class Program:
         self.inner = {x: self.memory.index[arch.path(x)[-1].name] for x in "ABC"}
         self._classes: dict[int, StepClass] = {}
         self._mismatch: dict[int, tuple[int, int]] = {}
+        self._class_mismatch: dict[tuple[int, int, int], int] = {}
+        self._match: dict[tuple[int, int], tuple[int, int]] = {}
+        self._aligned_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._agree: dict[tuple, bool] = {}
 
     # ----------------------------------------------------------------- structure
     def _links(self) -> tuple[Link, ...]:
@@ -282,7 +286,7 @@ class Program:
         points = []
         stride = 1
         for n in reversed(self.count):
-            if n > 1 and period % (stride * n):
+            if n > 1 and (period == 0 or period % (stride * n)):
                 lo_m, hi_m = a // stride + 1, (b - 1) // stride
                 if hi_m >= lo_m:
                     for residue in {0, 1, n - 1}:
@@ -311,6 +315,132 @@ class Program:
                 return int(candidates[diff[0]])
             x, chunk = hi, chunk * 8
         return self.n_steps
+
+    def match_end(self, lo: int, period: int, stop: int | None = None) -> int:
+        """A step F ≥ ``lo`` such that every step x in [lo, F) has the same *class* as step
+        x − ``period``: the first step that does not, or ``stop`` (default ``n_steps``) if all
+        before it do, or where the search ran out of budget (always a safe answer: every
+        step before F matches).
+
+        :meth:`first_mismatch` compares raw digits, which lets whole loops be skipped but
+        stops where two stretches in different blocks or instances differ in an outer loop's
+        digit although no window or edge tells them apart; from there the classes themselves
+        (canonical codes) are compared (:meth:`class_mismatch`)."""
+        stop = self.n_steps if stop is None else min(stop, self.n_steps)
+        cached = self._match.get((period, stop))
+        if cached is not None and cached[0] <= lo <= cached[1]:
+            return cached[1]  # no mismatch in [cached lo, answer): the same answer from here
+        start = self.first_mismatch(lo, period)
+        found = start if start >= stop else self.class_mismatch(start, period, stop)
+        if len(self._match) > 4096:
+            self._match.clear()
+        self._match[(period, stop)] = (lo, found)
+        return found
+
+    def class_mismatch(self, x0: int, period: int, stop: int, budget: int = 1 << 15) -> int:
+        """The first step x in [``x0``, ``stop``) whose class differs from step x − ``period``'s;
+        ``stop`` if none does; or where the search ran out of ``budget`` points.
+
+        Loops whose whole cycle divides the period (*aligned*) have equal digits at x and
+        x − period; the others' digits change only at their (sparse) change points. Between two
+        of those the unaligned digits of both sides are fixed, so if the classes agree for every
+        possible combination of aligned digits (:meth:`_pairs_agree`, tabled) the whole stretch
+        matches; only stretches where they do not are compared at every change point of every
+        loop (:meth:`_dense_mismatch`)."""
+        key = (x0, period, stop)
+        cached = self._class_mismatch.get(key)
+        if cached is not None:
+            return cached
+        x, spent, chunk = x0, 0, 4096
+        found = None
+        while found is None and x < stop and spent < budget:
+            hi = min(stop, x + chunk)
+            starts = np.unique(np.concatenate((
+                np.array([x], dtype=np.int64),
+                self._change_points(x, hi, period),
+                self._change_points(x - period, hi - period, period) + period,
+            )))  # fmt: skip
+            agree = self._pairs_agree(starts, period)
+            spent += starts.size
+            for i in np.nonzero(~agree)[0]:
+                s, e = int(starts[i]), int(starts[i + 1]) if i + 1 < starts.size else hi
+                m, cost = self._dense_mismatch(s, e, period, budget - spent)
+                spent += cost
+                if m < e:
+                    found = m
+                    break
+            else:
+                x, chunk = hi, chunk * 4
+        if found is None:
+            found = x
+        if len(self._class_mismatch) > 4096:
+            self._class_mismatch.clear()
+        self._class_mismatch[key] = found
+        return found
+
+    def _aligned(self, period: int) -> tuple[np.ndarray, np.ndarray]:
+        """(per-loop flag: aligned with ``period``, raw-code parts of every valid combination
+        of the aligned loops' digits)."""
+        cached = self._aligned_cache.get(period)
+        if cached is None:
+            flags, combos, stride = [], np.zeros(1, dtype=np.int64), 1
+            for n, radix in zip(reversed(self.count), reversed(self._radix)):
+                aligned = n == 1 or period % (stride * n) == 0
+                flags.append(aligned)
+                if aligned:
+                    digits = np.array(list(_class_counts(n)), dtype=np.int64) * radix
+                    combos = (combos[:, None] + digits[None, :]).ravel()
+                stride *= n
+            cached = self._aligned_cache[period] = (np.array(flags[::-1]), combos)
+        return cached
+
+    def _pairs_agree(self, starts: np.ndarray, period: int) -> np.ndarray:
+        """Per stretch start x: whether x and x − period have equal classes whatever the
+        aligned loops' digits are (tabled per pair of unaligned digit codes)."""
+        flags, combos = self._aligned(period)
+        here = self._raw_part(starts, ~flags)
+        there = self._raw_part(starts - period, ~flags)
+        table = self.canonical
+        out = np.empty(starts.size, dtype=bool)
+        for i, pair in enumerate(zip(here.tolist(), there.tolist())):
+            ok = self._agree.get((period, pair))
+            if ok is None:
+                ok = bool(np.array_equal(table[combos + pair[0]], table[combos + pair[1]]))
+                self._agree[(period, pair)] = ok
+            out[i] = ok
+        return out
+
+    def _raw_part(self, steps: np.ndarray, keep: np.ndarray) -> np.ndarray:
+        """Raw codes of ``steps`` counting only the loops flagged in ``keep``."""
+        rest = np.array(steps, dtype=np.int64)
+        raw = np.zeros_like(rest)
+        for j in reversed(range(len(self.count))):
+            n = self.count[j]
+            if keep[j]:
+                raw += _classes_of(rest % n, n) * self._radix[j]
+            rest //= n
+        return raw
+
+    def _dense_mismatch(self, s: int, e: int, period: int, budget: int) -> tuple[int, int]:
+        """(first step in [s, e) whose class differs from step x − period's, else e; points
+        compared) — every change point of every loop on both sides; gives up (answers s) past
+        ``budget`` points."""
+        x, spent, chunk = s, 0, 1024
+        while x < e:
+            hi = min(e, x + chunk)
+            candidates = np.concatenate((
+                np.array([x], dtype=np.int64),
+                self._change_points(x, hi, 0),
+                self._change_points(x - period, hi - period, 0) + period,
+            ))  # fmt: skip
+            spent += candidates.size
+            diff = self.codes_at(candidates) != self.codes_at(candidates - period)
+            if diff.any():
+                return int(candidates[diff].min()), spent
+            if spent > budget:
+                return hi if hi == e else x, spent
+            x, chunk = hi, chunk * 4
+        return e, spent
 
     def _chunk_limit(self, period: int) -> int:
         """The largest look-ahead window whose change points number at most ~2²⁰: a loop of
