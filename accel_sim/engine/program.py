@@ -124,6 +124,7 @@ class Program:
         self.links = self._links()
         self.inner = {x: self.memory.index[arch.path(x)[-1].name] for x in "ABC"}
         self._classes: dict[int, StepClass] = {}
+        self._window: dict[tuple[str, int], tuple[int, tuple[int, ...]]] = {}
         self._mismatch: dict[int, tuple[int, int]] = {}
         self._class_mismatch: dict[tuple[int, int, int], int] = {}
         self._match: dict[tuple[int, int], tuple[int, int]] = {}
@@ -150,11 +151,14 @@ class Program:
 
     def window(self, operand: str, level: int) -> tuple[int, tuple[int, ...]]:
         """(window loop R, positions of the loops inside R that do not index ``operand`` and
-        iterate) of ``operand`` kept in ``level``."""
-        r = self.mapping.window_loop(operand, self.mapping.position(operand, level))
-        others = tuple(i for i in range(r + 1, len(self.loops))
-                       if self.count[i] > 1 and not self.loops[i].indexes(operand))  # fmt: skip
-        return r, others
+        iterate) of ``operand`` kept in ``level`` (computed once per pair: a hot path)."""
+        cached = self._window.get((operand, level))
+        if cached is None:
+            r = self.mapping.window_loop(operand, self.mapping.position(operand, level))
+            others = tuple(i for i in range(r + 1, len(self.loops))
+                           if self.count[i] > 1 and not self.loops[i].indexes(operand))  # fmt: skip
+            cached = self._window[(operand, level)] = (r, others)
+        return cached
 
     # ------------------------------------------------------------------- classes
     def decode(self, code: int) -> tuple[int, ...]:
@@ -347,6 +351,9 @@ class Program:
         possible combination of aligned digits (:meth:`_pairs_agree`, tabled) the whole stretch
         matches; only stretches where they do not are compared at every change point of every
         loop (:meth:`_dense_mismatch`)."""
+        table = self.canonical
+        if x0 >= stop or table[self.code(x0)] != table[self.code(x0 - period)]:
+            return min(x0, stop)  # the usual case: the raw mismatch is a class mismatch
         key = (x0, period, stop)
         cached = self._class_mismatch.get(key)
         if cached is not None:
@@ -400,15 +407,17 @@ class Program:
         flags, combos = self._aligned(period)
         here = self._raw_part(starts, ~flags)
         there = self._raw_part(starts - period, ~flags)
+        pairs, inverse = np.unique(here * len(self.canonical) + there, return_inverse=True)
         table = self.canonical
-        out = np.empty(starts.size, dtype=bool)
-        for i, pair in enumerate(zip(here.tolist(), there.tolist())):
+        agree = np.empty(pairs.size, dtype=bool)
+        for i, pair in enumerate(pairs.tolist()):
             ok = self._agree.get((period, pair))
             if ok is None:
-                ok = bool(np.array_equal(table[combos + pair[0]], table[combos + pair[1]]))
-                self._agree[(period, pair)] = ok
-            out[i] = ok
-        return out
+                a, b = divmod(pair, len(table))
+                ok = self._agree[(period, pair)] = bool(np.array_equal(table[combos + a],
+                                                                       table[combos + b]))
+            agree[i] = ok
+        return agree[inverse.ravel()]
 
     def _raw_part(self, steps: np.ndarray, keep: np.ndarray) -> np.ndarray:
         """Raw codes of ``steps`` counting only the loops flagged in ``keep``."""
