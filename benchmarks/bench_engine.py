@@ -10,7 +10,9 @@ Run: ``python benchmarks/bench_engine.py [--quick] [--grid N]`` (SCALE-Sim needs
    w4a4_static × log-uniform shapes 1…8192): median, p90, max, per arch, and the worst cases;
 4. the slowest single GEMM up to 2048×4096×12288 over every shipped architecture and a few
    dataflows (target < 0.2 s), 16777216³ on every arch (target < 10 s, < 1 GB), and peak Python
-   memory for small vs large GEMMs (flat).
+   memory for small vs large GEMMs (flat);
+5. the Qwen3-8B prefill GEMMs (W8A8 × 36 layers): DES time and simulated steps before and after
+   the collapse reused self-maps, and the whole model under four dataflows (target < 5 s).
 """
 
 from __future__ import annotations
@@ -141,6 +143,43 @@ def worst_case() -> None:
         print(f"  {gemm:>16}: {peak / 1e6:6.2f} MB")
 
 
+#: DES seconds per Qwen3-8B prefill GEMM (W8A8, × 36 layers, the mapper's mapping on the cube)
+#: before the collapse reused self-maps and compared classes (commit 22cc96d, same machine class)
+QWEN_BEFORE = {(2048, 4096, 4096): (1.66, 12800), (2048, 4096, 12288): (2.69, 16000),
+               (2048, 12288, 4096): (4.01, 6701), (2048, 4096, 1024): (0.97, 6400)}  # fmt: skip
+
+
+def qwen_gemms() -> None:
+    from accel_sim.dataflow.registry import get_dataflow
+    from accel_sim.engine.des import simulate_program
+    from accel_sim.engine.mapper import mapped_program
+    from accel_sim.workload.gemm import Gemm
+
+    print("\n5. Qwen3-8B prefill GEMMs (T=2048, W8A8, count=36 layers) on ascend_like_cube: "
+          "DES time (mapping excluded), before -> after")
+    arch, flow = accel_sim.load_arch("ascend_like_cube"), get_dataflow("w8a8")
+    for (m, k, n), (before, steps_before) in QWEN_BEFORE.items():
+        op = flow.build(Gemm(m, k, n, count=36), arch, None, flow.resolve_knobs(None)).matmuls[-1]
+        program = mapped_program(arch, op)
+        timing, t = _timed(lambda: simulate_program(program))
+        print(f"  {f'{m}x{k}x{n}':>16}: {before:5.2f} s -> {t:5.3f} s ({before / t:4.0f}x), "
+              f"simulated steps {steps_before:>6,} -> {timing.simulated_steps:>5,} "
+              f"of {program.n_steps:,}")
+    _CACHE.clear()
+    _MAPPINGS.clear()
+    import contextlib
+    import io
+
+    from accel_sim.cli import main as cli
+
+    flows = ["fp16", "w8a8", "w8a8_static", "w4a4_static"]
+    argv = ["model", "qwen3-8b", "--phase", "prefill", "--tokens", "2048", "--dataflow", *flows]
+    with contextlib.redirect_stdout(io.StringIO()):
+        _, t = _timed(lambda: cli(argv))
+    print(f"  whole model, prefill 2048 tokens x {len(flows)} dataflows (mapping included): "
+          f"{t:.1f} s (target < 5 s; 32 s before)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="skip the slow SCALE-Sim cases")
@@ -157,6 +196,7 @@ def main() -> None:
     compare_twin(["16x4096x4096", "2048x4096x4096", "64x12288x4096"])
     twin_grid(args.grid)
     worst_case()
+    qwen_gemms()
 
 
 if __name__ == "__main__":

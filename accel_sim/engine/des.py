@@ -20,12 +20,16 @@ time not spent busy is a stall, attributed when it starts to the outermost hop t
 not crossed yet (``load:HBM->L2``), to output back-pressure (``store:...``), or to the final
 ``drain``.
 
-**Exact steady-state collapse**: after every step the engine takes a signature of the whole state
-relative to the current step and time (process positions, pending events with their relative
-times and order, queue contents, slot levels, port holders). When a signature repeats P steps
-later and the program's step classes repeat with period P far enough ahead, the future is the past
-shifted in time, so the engine advances the clock, every pending event, every position and every
-stall counter by whole periods at once. This is exact; ``collapse=False`` checks it.
+**Exact steady-state collapse**: after every step (every sweep of a short innermost loop) the
+engine takes a signature of the whole state relative to the current step and time (process
+positions, pending events with their relative times and order, queue contents, slot levels, port
+holders). When a signature repeats P steps later and the program's step classes repeat with period
+P far enough ahead, the future is the past shifted in time, so the engine advances the clock, every
+pending event, every position and every stall counter by whole periods at once. Such a jump also
+proves that every state fingerprinted during that period comes back to itself after P steps: those
+*self-maps* are kept and reused wherever the state recurs later (another block or instance) if
+the classes there match, without simulating a period again. This is exact; ``collapse=False``
+checks it.
 """
 
 from __future__ import annotations
@@ -372,7 +376,7 @@ class _Engine:
         """
         prog, n = self.program, self.program.n_steps
         lo, hi, in_flight = self._bounds()
-        table = prog.canonical
+        table = prog.canonical_list
         raw = prog.code
 
         def code(i: int) -> int:

@@ -124,6 +124,7 @@ class Program:
         self.links = self._links()
         self.inner = {x: self.memory.index[arch.path(x)[-1].name] for x in "ABC"}
         self._classes: dict[int, StepClass] = {}
+        self._codes: dict[int, int] = {}
         self._window: dict[tuple[str, int], tuple[int, tuple[int, ...]]] = {}
         self._mismatch: dict[int, tuple[int, int]] = {}
         self._class_mismatch: dict[tuple[int, int, int], int] = {}
@@ -257,12 +258,23 @@ class Program:
             table[code] = seen.setdefault(self.class_of(code), code)
         return table
 
+    @cached_property
+    def canonical_list(self) -> list[int]:
+        """:attr:`canonical` as a list (faster to index one code at a time)."""
+        return self.canonical.tolist()
+
     def code(self, i: int) -> int:
-        """Raw class code of step ``i`` (scalar twin of :meth:`codes`, for the hot path)."""
-        code = 0
-        for n, radix in zip(reversed(self.count), reversed(self._radix)):
-            code += _class_of(i % n, n) * radix
-            i //= n
+        """Raw class code of step ``i`` (scalar twin of :meth:`codes`, for the hot path; every
+        pipeline stage asks for the same steps, so recent answers are kept)."""
+        code = self._codes.get(i)
+        if code is None:
+            code, rest = 0, i
+            for n, radix in zip(reversed(self.count), reversed(self._radix)):
+                code += _class_of(rest % n, n) * radix
+                rest //= n
+            if len(self._codes) > 8192:
+                self._codes.clear()
+            self._codes[i] = code
         return code
 
     def step_at(self, i: int) -> StepClass:
@@ -331,6 +343,12 @@ class Program:
         digit although no window or edge tells them apart; from there the classes themselves
         (canonical codes) are compared (:meth:`class_mismatch`)."""
         stop = self.n_steps if stop is None else min(stop, self.n_steps)
+        if stop - lo <= 256:  # a short stretch: step by step beats the vectorised search
+            canon, code = self.canonical_list, self.code
+            for x in range(lo, stop):
+                if canon[code(x)] != canon[code(x - period)]:
+                    return x
+            return stop
         cached = self._match.get((period, stop))
         if cached is not None and cached[0] <= lo <= cached[1]:
             return cached[1]  # no mismatch in [cached lo, answer): the same answer from here
@@ -351,7 +369,7 @@ class Program:
         possible combination of aligned digits (:meth:`_pairs_agree`, tabled) the whole stretch
         matches; only stretches where they do not are compared at every change point of every
         loop (:meth:`_dense_mismatch`)."""
-        table = self.canonical
+        table = self.canonical_list
         if x0 >= stop or table[self.code(x0)] != table[self.code(x0 - period)]:
             return min(x0, stop)  # the usual case: the raw mismatch is a class mismatch
         key = (x0, period, stop)
