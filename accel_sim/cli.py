@@ -7,6 +7,7 @@ Every user mistake ends as one line on stderr and exit code 2, with no partial o
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
@@ -46,26 +47,37 @@ def _cmd_run(args) -> int:
     gemms = [parse_gemm(g) for g in args.gemm or []]
     if args.gemms:
         gemms += read_gemm_csv(args.gemms)
+    if args.trace and gemms:
+        raise UserInputError("--trace", "brings its own GEMMs and their statistics; give it "
+                             "without --gemm/--gemms (or those without --trace)")  # fmt: skip
+    knobs = parse_knobs(args.knob)
+    for flow in knobs:  # a bad knob is an error before anything runs or is skipped
+        get_dataflow(flow, "--knob").resolve_knobs(knobs[flow], "--knob")
+    for flow in args.dataflow or []:
+        if flow != "all":
+            get_dataflow(flow)
     trace = None
     if args.trace or not gemms:
         trace = load_trace(args.trace or DEFAULT_TRACE)
         gemms += list(trace.gemms)
     flows = args.dataflow or (["all"] if trace else ["w8a8"])
-    knobs = parse_knobs(args.knob)
+    run_flows = set(dataflows()) if "all" in flows else set(flows)
+    unused = sorted(set(knobs) - run_flows)
+    if unused:
+        raise UserInputError("--knob", f"knobs for {', '.join(unused)}, which this run does not "
+                             "include (add it with --dataflow)")  # fmt: skip
     if "all" in flows:
         flows = []
         sample = trace.gemms[0] if trace else None
         for flow in dataflows():
             reason = unsupported_reason(arch, flow, sample, trace.stats_for(sample) if trace
                                         else None, knobs.get(flow))  # fmt: skip
+            if reason and flow in knobs:  # the user's own knob must not silently drop the flow
+                raise UserInputError("--knob", f"{flow} cannot run with {knobs[flow]}: {reason}")
             if reason:
                 print(f"skipping {flow}: {reason}", file=sys.stderr)
             else:
                 flows.append(flow)
-    for flow in flows:
-        get_dataflow(flow)
-    for flow in knobs:
-        get_dataflow(flow, "--knob").resolve_knobs(knobs[flow], "--knob")
     if args.explain:
         if args.json or args.out is not None or trace is not None:
             raise UserInputError("--explain", "prints a text view of --gemm runs; it cannot be "
@@ -87,7 +99,12 @@ def _cmd_run(args) -> int:
     if args.out is not None:
         write_table(df, args.out)
     if args.json:
-        print(df.to_json(orient="records", indent=2))
+        from accel_sim.report.text import totals
+
+        doc = {"arch": arch.name, "trace": trace.name if trace else None,
+               "totals": json.loads(totals(df).to_json(orient="records")),
+               "rows": json.loads(df.to_json(orient="records"))}  # fmt: skip
+        print(json.dumps(doc, indent=2))
     else:
         source = f" · trace {trace.name}" if trace else ""
         print(f"accel-sim · {arch.name}{source} · {len(gemms)} GEMM(s) × {len(flows)} "
@@ -266,6 +283,12 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, what a shell reports for a tool killed by the closed pipe
+    except OSError as err:
+        if err.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
+            raise
+        # stdout or an output file could not be written (disk full, quota, I/O): one line
+        print(f"accel-sim: error: cannot write: {err.strerror}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("accel-sim: interrupted", file=sys.stderr)
         return 130

@@ -113,6 +113,9 @@ def resolve(kind: str, name_or_path: str | Path) -> Path:
             packaged = data_root() / path
             if _is_entry(spec, packaged):
                 return packaged
+        if path.exists():  # a directory for a file, a file for a directory, a device...
+            article = "an" if spec.label[0] in "aeiou" else "a"
+            raise UserInputError(text, f"exists but is not {article} {spec.label}")
         raise UserInputError(text, f"{spec.label} not found")
     found = shipped(kind, text)
     if found is not None:

@@ -49,10 +49,26 @@ def _load_cached(path: str, mtime_ns: int) -> Arch:
     return arch_from_dict(read_yaml(path), path)
 
 
+_VALIDATED: set[str] = set()
+
+
+def _revalidated(arch: Arch) -> Arch:
+    """``arch`` itself once its content has passed validation: ``model_copy(update=...)`` and
+    attribute assignment skip pydantic's checks, so a copy with ``clock_hz=-5`` would otherwise
+    run. Content already seen valid (by fingerprint) is not checked again."""
+    key = arch.fingerprint
+    if key not in _VALIDATED:
+        arch_from_dict(arch.model_dump(), arch.origin)
+        if len(_VALIDATED) > 4096:
+            _VALIDATED.clear()
+        _VALIDATED.add(key)
+    return arch
+
+
 def load_arch(name_or_path: str | Path | Arch) -> Arch:
     """Load an architecture by shipped name or path; an :class:`Arch` is passed through."""
     if isinstance(name_or_path, Arch):
-        return name_or_path
+        return _revalidated(name_or_path)
     if not isinstance(name_or_path, str | Path):
         raise UserInputError("arch", f"expected an Arch, a shipped name or a YAML path, got "
                              f"{type(name_or_path).__name__}")  # fmt: skip

@@ -16,6 +16,7 @@ imports the plan modules and collects them. The dependency runs one way, so ther
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,15 +54,32 @@ class Dataflow:
                 raise UserInputError(
                     source, f"unknown knob for {self.name}; known: {sorted(self.knobs)}", key
                 )
-            default = self.knobs[key]
-            if isinstance(default, bool) != isinstance(value, bool) or (
-                isinstance(default, int | float) and not isinstance(value, int | float)
-            ):
-                raise UserInputError(
-                    source, f"{self.name} knob expects {type(default).__name__}, got {value!r}", key
-                )
-            knobs[key] = value
+            knobs[key] = _checked_knob(self.name, key, self.knobs[key], value, source)
         return knobs
+
+
+#: The largest magnitude a numeric knob may take (GEMM dimensions stop at 2^24 too).
+MAX_KNOB = 2**24
+
+
+def _checked_knob(flow: str, key: str, default: Any, value: Any, source: str) -> Any:
+    """``value`` if it has the default's type (an integer knob takes integers only, a float knob
+    integers or floats), is finite and within ±:data:`MAX_KNOB`; else a :class:`UserInputError`."""
+    expected = type(default).__name__
+    if isinstance(default, bool) or not isinstance(default, int | float):
+        ok = type(value) is type(default)
+    elif isinstance(default, int):
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    else:
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if not ok:
+        raise UserInputError(source, f"{flow} knob expects {expected}, got {value!r}",
+                             f"{flow}.{key}")  # fmt: skip
+    if isinstance(value, int | float) and not isinstance(value, bool) and not (
+            math.isfinite(value) and abs(value) <= MAX_KNOB):  # fmt: skip
+        raise UserInputError(source, f"{value!r} is not a finite number within ±{MAX_KNOB}",
+                             f"{flow}.{key}")  # fmt: skip
+    return value
 
 
 def register(name: str, knobs: dict[str, Any] | None = None, description: str = "",

@@ -8,8 +8,12 @@ from accel_sim.errors import UserInputError
 def outlier_channel_count(gemm, stats, knobs, scheme: str) -> tuple[int, str]:
     """Number of outlier channels (any |x| > threshold): the ``outlier_channels`` knob when set,
     else the trace statistics; with neither, an error (never a hidden constant)."""
-    if knobs.get("outlier_channels", -1) >= 0:
-        return min(int(knobs["outlier_channels"]), gemm.K), "knob"
+    given = knobs.get("outlier_channels", -1)
+    if given < -1:
+        raise UserInputError("--knob", f"must be -1 (from the trace) or a count ≥ 0, got {given}",
+                             f"{scheme}.outlier_channels")  # fmt: skip
+    if given >= 0:  # more than K channels cannot be outliers: all K are (the plan notes n_out)
+        return min(given, gemm.K), "knob"
     if stats and "outlier_channels" in stats:
         if knobs["threshold"] != 6.0:
             raise UserInputError("knobs", "the compact trace counts outlier channels at "

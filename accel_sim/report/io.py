@@ -251,7 +251,8 @@ def read_gemm_csv(path: str | Path) -> list[Gemm]:
 
     path = Path(path)
     if not path.is_file():
-        raise UserInputError(str(path), "GEMM file not found")
+        what = "exists but is not a regular file" if path.exists() else "GEMM file not found"
+        raise UserInputError(str(path), what)
     if path.stat().st_size > MAX_GEMM_CSV_BYTES:
         raise UserInputError(str(path), f"larger than the {MAX_GEMM_CSV_BYTES}-byte limit")
     try:

@@ -74,6 +74,13 @@ class SweepSpec(pyd.BaseModel):
     baseline: str | None = None
     heatmap: list[str] | None = pyd.Field(None, min_length=2, max_length=2)
 
+    @pyd.field_validator("heatmap")
+    @classmethod
+    def _two_different_axes(cls, axes: list[str] | None) -> list[str] | None:
+        if axes is not None and axes[0] == axes[1]:
+            raise ValueError(f"needs two different parameters, got {axes[0]!r} twice")
+        return axes
+
 
 @dataclass(frozen=True)
 class Sweep:
