@@ -99,25 +99,34 @@ class _Mover(_Proc):
         self.upstream, self.up_slots, self.down_slots = upstream, up_slots, down_slots
         self.out_store, self.last_index = out_store, last_index
         self.is_output = link.operand == "C"
+        self._plans: dict[int, tuple] = {}  # per transfer size: its ports, cycles, release order
         self.process = self.env.process(self.run())
 
     def _transfer(self, nbytes: int):
         """Hold every port of the hop (acquired in one global order, so no two hops wait on each
         other in a cycle), release each after its own bytes have passed at its own rate."""
-        eng, env = self.engine, self.env
+        plan = self._plans.get(nbytes)
+        if plan is None:  # (phase, port resource, cycles) in acquisition order; release order
+            eng = self.engine
+            hops = eng.program.memory.port_cycles(self.link.src, self.link.dst, nbytes)
+            ports = tuple((f"port{port}", eng.ports[port], cycles) for port, cycles in hops)
+            order = tuple(sorted(range(len(ports)), key=lambda i: ports[i][2]))
+            plan = self._plans[nbytes] = (ports, order)
+        ports, order = plan
         held = []
-        for port, cycles in eng.program.memory.port_cycles(self.link.src, self.link.dst, nbytes):
-            self.phase = f"port{port}"
-            req = eng.ports[port].request()
-            held.append((cycles, port, req))
+        for phase, resource, _ in ports:
+            self.phase = phase
+            req = resource.request()
+            held.append(req)
             yield req
         self.phase = "xfer"
         elapsed = 0
-        for cycles, port, req in sorted(held, key=lambda h: h[0]):
+        for i in order:
+            cycles = ports[i][2]
             if cycles > elapsed:
-                yield env.timeout(cycles - elapsed)
+                yield self.env.timeout(cycles - elapsed)
                 elapsed = cycles
-            eng.ports[port].release(req)
+            ports[i][1].release(held[i])
 
     def run(self):
         eng, env = self.engine, self.env

@@ -184,51 +184,58 @@ class Program:
             for d in self.size
         }
 
+    @cached_property
+    def _link_plan(self) -> tuple:
+        """Per link, what its step data depends on (computed once, for :meth:`_build_class`):
+        (is C, its dims, bits per element, window loop and crossing loops of the destination,
+        window loop of the source or None for DRAM, scale bits and dim when the source is DRAM)."""
+        op, plan = self.op, []
+        for link in self.links:
+            d0, d1 = OPERAND_DIMS[link.operand]
+            bits = self.operand_bits(link.operand)
+            if link.operand == "C":
+                plan.append((True, d0, d1, bits, None, None, None, 0, None))
+                continue
+            r_dst, others = self.window(link.operand, link.dst)
+            r_src = self.window(link.operand, link.src)[0] if link.src != 0 else None
+            scale = (op.a_scale_bits_per_row if link.operand == "A" else op.b_scale_bits_per_col)
+            scale_dim = "m" if link.operand == "A" else "n"
+            plan.append((False, d0, d1, bits, r_dst, others, r_src,
+                         scale if link.src == 0 else 0, scale_dim))  # fmt: skip
+        return tuple(plan)
+
     def _build_class(self, code: int) -> StepClass:
         digits = self.decode(code)
         first = [c in (FIRST, ONLY) for c in digits]
         last = [c in (LAST, ONLY) for c in digits]
         ext = self.extents(code)
-
-        def opens(operand: str, level: int) -> bool:
-            r, _ = self.window(operand, level)
-            return all(first[r + 1:])
-
-        def closes(operand: str, level: int) -> bool:
-            r, _ = self.window(operand, level)
-            return all(last[r + 1:])
-
-        def crosses(operand: str, level: int) -> bool:
-            _, others = self.window(operand, level)
-            return all(first[i] for i in others)
-
-        acc_open, acc_close = opens("C", self.inner["C"]), closes("C", self.inner["C"])
-        op = self.op
+        inner = self.inner
+        r_acc = self.window("C", inner["C"])[0]
+        acc_open, acc_close = all(first[r_acc + 1:]), all(last[r_acc + 1:])
         link_bytes, link_opens, link_closes = [], [], []
-        for link in self.links:
-            d0, d1 = OPERAND_DIMS[link.operand]
-            nbytes = tile_bytes(ext[d0], ext[d1], self.operand_bits(link.operand))
-            if link.operand == "C":
+        for is_c, d0, d1, bits, r_dst, others, r_src, scale, scale_dim in self._link_plan:
+            nbytes = tile_bytes(ext[d0], ext[d1], bits)
+            if is_c:
                 link_bytes.append(nbytes if acc_close else 0)
                 link_opens.append(acc_close)
                 link_closes.append(acc_close)
                 continue
-            moved = nbytes if crosses(link.operand, link.dst) else 0
-            if link.src == 0 and acc_open:  # per-row/column scales: their own small stream
-                bits = op.a_scale_bits_per_row if link.operand == "A" else op.b_scale_bits_per_col
-                moved += math.ceil(ext["m" if link.operand == "A" else "n"] * bits / 8)
+            moved = nbytes if all(first[i] for i in others) else 0
+            if r_src is None and acc_open:  # per-row/column scales: their own small stream
+                moved += math.ceil(ext[scale_dim] * scale / 8)
             link_bytes.append(moved)
-            link_opens.append(opens(link.operand, link.dst))
-            link_closes.append(link.src != 0 and closes(link.operand, link.src))
+            link_opens.append(all(first[r_dst + 1:]))
+            link_closes.append(r_src is not None and all(last[r_src + 1:]))
         cycles = self._step_cycles(ext, acc_open)
         if all(last):
             cycles += self.unit.once_cycles(self.mapping.tile, self.rate)
+        r_a, r_b = self.window("A", inner["A"])[0], self.window("B", inner["B"])[0]
         return StepClass(
             compute_cycles=max(cycles, 1),
             link_bytes=tuple(link_bytes),
             opens=tuple(link_opens),
             closes_src=tuple(link_closes),
-            closes_l0=(closes("A", self.inner["A"]), closes("B", self.inner["B"])),
+            closes_l0=(all(last[r_a + 1:]), all(last[r_b + 1:])),
             opens_accumulator=acc_open,
             closes_accumulator=acc_close,
             outputs=ext["m"] * ext["n"] if acc_close else 0,
