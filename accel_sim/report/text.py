@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
 import pandas as pd
 
 from accel_sim.api import SimResult
@@ -37,7 +41,7 @@ def single_report(r: SimResult) -> str:
         f"  utilization     {r.utilization:>16.1%}",
         f"  MACs            {r.macs:>16,}",
         f"  energy          {si(r.energy_pj * 1e-12, 'J'):>16}",
-        f"  energy / MAC    {r.pj_per_mac:>13.3f} pJ",
+        f"  energy / MAC    {si(r.pj_per_mac * 1e-12, 'J'):>16}",
     ]
     if r.stalls:
         lines += ["", "  stall cycles by cause"]
@@ -52,19 +56,78 @@ def single_report(r: SimResult) -> str:
     return "\n".join(lines)
 
 
-TABLE_COLUMNS = ["gemm", "dataflow", "M", "K", "N", "cycles", "compute_cycles", "stall_cycles",
-                 "utilization", "energy_pj", "pj_per_mac"]  # fmt: skip
+def _missing(value: Any) -> bool:
+    try:
+        return value is None or bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def count_text(value: Any) -> str:
+    """A count (cycles, MACs) with thousands separators: 4402646 → '4,402,646'; '-' if missing."""
+    if _missing(value):
+        return "-"
+    exact = isinstance(value, (int, np.integer)) or float(value).is_integer()
+    return f"{int(value) if exact else value:,}"  # ints exact (cycles can exceed 2**53)
+
+
+def seconds_text(value: Any) -> str:
+    """Seconds with an SI prefix below 1000 s (2.446e-3 → '2.446 ms'), whole seconds with
+    thousands separators above (9.42e6 → '9,421,934 s', not '9.422 Ms'); '-' if missing."""
+    if _missing(value):
+        return "-"
+    return f"{float(value):,.0f} s" if abs(float(value)) >= 1000 else si(float(value), "s")
+
+
+def pj_text(value: Any) -> str:
+    """Picojoules shown in joules with an SI prefix: 5.3e9 → '5.301 mJ'; '-' if missing."""
+    return "-" if _missing(value) else si(float(value) * 1e-12, "J")
+
+
+def ratio_text(value: Any) -> str:
+    """A speedup: 1.2345 → '1.234×'; '-' if missing."""
+    return "-" if _missing(value) else f"{float(value):.3f}×"
+
+
+def percent_text(value: Any) -> str:
+    """A fraction as a percentage: 0.0432 → '4.3%'; '-' if missing."""
+    return "-" if _missing(value) else f"{float(value):.1%}"
+
+
+def error_text(value: Any) -> str:
+    """A relative error: 0.01234 → '0.0123'; '-' if missing."""
+    return "-" if _missing(value) else f"{float(value):.4f}"
+
+
+Column = tuple[str, str, "Callable[[Any], str] | None"]
+
+
+def display_table(df: pd.DataFrame, columns: list[Column]) -> str:
+    """``df`` as text for a terminal: ``columns`` = (column, header, formatter) for those
+    present in ``df`` (a formatter of None prints the value as it is); values right-aligned.
+    Machine outputs (JSON, CSV, Parquet) keep ``df``'s own columns and base units."""
+    view = pd.DataFrame(index=range(len(df)))
+    for column, header, fmt in columns:
+        if column in df.columns:
+            values = df[column].tolist()
+            view[header] = [fmt(v) for v in values] if fmt else values
+    return view.to_string(index=False)
 
 
 def table_report(df: pd.DataFrame, baseline: str | None = "w8a8") -> str:
-    """A compact table of many runs, with speedup over ``baseline`` when it is present."""
-    cols = [c for c in TABLE_COLUMNS if c in df.columns]
-    extra = [c for c in ("speedup_vs_w8a8", "rel_error") if c in df.columns]
-    view = df[cols + extra].copy()
-    view["utilization"] = view["utilization"].map(lambda u: f"{u:.1%}")
-    view["energy_pj"] = view["energy_pj"].map(lambda e: f"{e:.4g}")
-    view["pj_per_mac"] = view["pj_per_mac"].map(lambda e: f"{e:.3f}")
-    return view.to_string(index=False)
+    """A compact table of many runs (time and energy with SI prefixes, cycles with thousands
+    separators), with speedup over ``baseline`` when it is present."""
+    vs = f"vs {baseline}" if baseline else "speedup"
+    columns = [("gemm", "gemm", None), ("dataflow", "dataflow", None), ("M", "M", None),
+               ("K", "K", None), ("N", "N", None), ("cycles", "cycles", count_text),
+               ("time_s", "time", seconds_text),
+               ("compute_cycles", "compute cycles", count_text),
+               ("stall_cycles", "stall cycles", count_text),
+               ("utilization", "utilization", percent_text),
+               ("energy_pj", "energy", pj_text), ("pj_per_mac", "energy/MAC", pj_text),
+               (f"speedup_vs_{baseline or 'w8a8'}", vs, ratio_text),
+               ("rel_error", "rel. error", error_text)]  # fmt: skip
+    return display_table(df, columns)
 
 
 def add_speedup(df: pd.DataFrame, baseline: str = "w8a8") -> pd.DataFrame:

@@ -6,8 +6,9 @@
   (cycles in thousands/millions/..., energy in pJ/nJ/µJ/mJ/J), without offset text: on log
   axes the smallest value reads ≥ 1, on linear axes the largest reads in [1, 1000).
 * ``heatmap.png``: speedup over two parameters (grid paths, ``workload`` or ``variant``), one
-  panel per non-baseline variant; cells are geometric means over every other parameter. Axis
-  labels are human names with units (``L2 capacity (MiB)``).
+  panel per non-baseline variant; cells are geometric means over every other parameter. All
+  panels share one colour scale (and one colorbar), centred on 1×. Axis labels are human names
+  with units (``L2 capacity (MiB)``).
 """
 
 from __future__ import annotations
@@ -28,11 +29,12 @@ MAX_PANELS = 6
 DECADE = 10.0  # a panel spanning more than this ratio puts every panel on log axes
 
 
-def _grid(n: int, width: float, height: float) -> tuple[Figure, list[Any]]:
+def _grid(n: int, width: float, height: float,
+          layout: str | None = None) -> tuple[Figure, list[Any]]:  # fmt: skip
     """A figure with ``n`` visible panels, at most 3 per row; sizes in inches."""
     cols = min(n, 3)
     rows = math.ceil(n / cols)
-    fig = Figure(figsize=(width * cols, height * rows))
+    fig = Figure(figsize=(width * cols, height * rows), layout=layout)
     axes = fig.subplots(rows, cols, squeeze=False)
     for ax in axes.flat[n:]:
         ax.set_visible(False)
@@ -130,14 +132,19 @@ def heatmap_figure(df: pd.DataFrame, axes: list[str], baseline: str, title: str,
         panels = [(v, df[df["variant"] == v]) for v in names[:MAX_PANELS]]
     x_label, x_div = param_label(x, list(df[x]), base_arch)
     y_label, y_div = param_label(y, list(df[y]), base_arch)
-    fig, axs = _grid(len(panels), 5.5, 4.5)
-    for ax, (name, sub) in zip(axs, panels):
+    tables = []
+    for _, sub in panels:
         table = sub.groupby([y, x], sort=False)["speedup"].apply(_geomean).unstack(x)
-        table = table.reindex(index=_order(sub[y]), columns=_order(sub[x]))
+        tables.append(table.reindex(index=_order(sub[y]), columns=_order(sub[x])))
+    # one colour scale for every panel (one colour = one speedup), centred on 1×
+    finite = np.concatenate([t.to_numpy(float).ravel() for t in tables])
+    finite = finite[np.isfinite(finite)]
+    low, high = (finite.min(), finite.max()) if finite.size else (1.0, 1.0)
+    norm = TwoSlopeNorm(1.0, min(low, 0.99), max(high, 1.01))
+    fig, axs = _grid(len(panels), 5.5, 4.5, layout="constrained")
+    image = None
+    for ax, (name, _), table in zip(axs, panels, tables):
         values = table.to_numpy(float)
-        finite = values[np.isfinite(values)]
-        low, high = (finite.min(), finite.max()) if finite.size else (1.0, 1.0)
-        norm = TwoSlopeNorm(1.0, min(low, 0.99), max(high, 1.01))
         image = ax.imshow(values, cmap="RdYlGn", norm=norm, aspect="auto", origin="lower")
         for (i, j), value in np.ndenumerate(values):
             if np.isfinite(value):
@@ -146,9 +153,19 @@ def heatmap_figure(df: pd.DataFrame, axes: list[str], baseline: str, title: str,
                       rotation=30)  # fmt: skip
         ax.set_yticks(range(len(table.index)), [tick_text(c, y_div) for c in table.index])
         ax.set(xlabel=x_label, ylabel=y_label, title=str(name))
-        fig.colorbar(image, ax=ax, label=f"speedup over {baseline} (×)")
-    fig.suptitle(f"{title}: speedup over {baseline} (geometric mean over the other parameters)")
-    fig.tight_layout()
+    bar = fig.colorbar(image, ax=axs[: len(panels)], label=f"speedup over {baseline} (×)")
+    # ticks on both sides of 1× (the two halves have their own scales)
+    steps = [1, 2, 5, 10]
+    ticks = [1.0]
+    if high > 1.0:
+        ticks += [t for t in ticker.MaxNLocator(nbins=6, steps=steps).tick_values(1.0, norm.vmax)
+                  if 1.0 < t <= norm.vmax]  # fmt: skip
+    if low < 1.0:
+        ticks += [t for t in ticker.MaxNLocator(nbins=3, steps=steps).tick_values(norm.vmin, 1.0)
+                  if norm.vmin <= t < 1.0]  # fmt: skip
+    bar.set_ticks(sorted({round(t, 6) for t in ticks}))
+    fig.suptitle(f"{title}: speedup over {baseline} (geometric mean over the other parameters; "
+                 "one colour scale)")  # fmt: skip
     return fig
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from accel_sim.errors import UserInputError
+from accel_sim.report.text import count_text, display_table, pj_text, ratio_text, seconds_text
 
 # metrics of a point (cycles in clock cycles, time in s, energy in pJ; energy_<component>_pj too)
 METRICS = ("gemms", "cycles", "compute_cycles", "stall_cycles", "utilization", "macs", "time_s",
@@ -123,8 +124,12 @@ def add_pareto(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def front_report(df: pd.DataFrame) -> str:
-    """The Pareto-front rows, as printed by ``accel-sim sweep``."""
+    """The Pareto-front rows, as printed by ``accel-sim sweep``: time and energy with SI prefixes,
+    cycles with thousands separators (the results files keep ``time_s`` and ``energy_pj``)."""
     params = [c for c in df.columns if "." in c and not c.startswith("knob.")]
-    cols = ["workload", "variant", *params, "cycles", "energy_pj", "speedup"]
+    columns = [("workload", "workload", None), ("variant", "variant", None),
+               *((p, p, None) for p in params), ("cycles", "cycles", count_text),
+               ("time_s", "time", seconds_text), ("energy_pj", "energy", pj_text),
+               ("speedup", "speedup", ratio_text)]  # fmt: skip
     title = f"Pareto front (cycles vs energy, per workload); speedup vs {df.attrs['baseline']}:"
-    return title + "\n" + df.loc[df["pareto"], cols].to_string(index=False)
+    return title + "\n" + display_table(df.loc[df["pareto"]], columns)
