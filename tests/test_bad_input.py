@@ -694,3 +694,41 @@ def test_simulate_many_needs_work():
 
     with pytest.raises(UserInputError, match="at least one GEMM"):
         simulate_many("ascend_like_cube", [], ["w8a8"])
+
+
+# --- model sizes beyond 2**24 (workload/models.py, model_run/command.py) ------------------------
+
+MODEL_YAML = Path(__file__).resolve().parents[1] / "workloads" / "models" / "smollm2-135m.yaml"
+SIZE_CASES = {  # id: (model YAML edits or None for the shipped model, flags, needles)
+    "yaml-layers": ({"layers": 1_000_000_000}, ["--tokens", "16"], ("layers: ", "16777216")),
+    "yaml-vocab": ({"vocab": 100_000_000_000}, ["--tokens", "16"], ("vocab: ", "16777216")),
+    "yaml-heads-x-head-dim": ({"heads": 4096, "kv_heads": 4096, "head_dim": 8192},
+                              ["--tokens", "16"], ("heads: heads × head_dim",)),
+    "tokens": (None, ["--tokens", "1000000000000"], ("--tokens", "16777216")),
+    "kv-len": (None, ["--tokens", "16", "--kv-len", "1000000000000"], ("--kv-len", "16777216")),
+    "batch": (None, ["--tokens", "16", "--batch", "100000000"], ("--batch", "16777216")),
+    "prefix-tokens": (None, ["--tokens", "16", "--prefix-tokens", "99999999999"],
+                      ("--prefix-tokens", "16777216")),
+    "tokens-x-batch": (None, ["--tokens", "8192", "--batch", "4096"],
+                       ("error: --tokens × --batch: 33554432 exceeds the limit 16777216",)),
+    "attention-count": (None, ["--tokens", "16", "--batch", "100000"],
+                        ("error: --batch: heads (9) × --batch × layers (30)",)),
+    "kv-length": (None, ["--tokens", "16", "--kv-len", "16777210"],
+                  ("error: --kv-len + --tokens + --prefix-tokens: 16777226",)),
+    "decode-steps": (None, ["--phase", "decode", "--tokens", "1000000"],
+                     ("error: --tokens: layers (30) × --tokens",)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("edits", "flags", "needles"), SIZE_CASES.values(), ids=SIZE_CASES)
+def test_model_sizes_beyond_the_limit(tmp_path, run_cli, edits, flags, needles):
+    model = "smollm2-135m"
+    if edits is not None:
+        data = yaml.safe_load(MODEL_YAML.read_text(encoding="utf-8"))
+        model = str(tmp_path / "m.yaml")
+        Path(model).write_text(yaml.safe_dump({**data, **edits}), encoding="utf-8")
+        needles = (f"error: {model}: ", *needles)
+    out = tmp_path / "out.csv"
+    result = run_cli(["model", model, *flags, "--stats-from", "none", "--out", out])
+    assert result[1] == ""
+    assert_user_error(result, *needles, out=out)

@@ -200,3 +200,53 @@ def test_unknown_model_lists_known_names():
     with pytest.raises(UserInputError) as err:
         load_model("llama-9-1b")
     assert "qwen3-8b" in str(err.value) and "llama-9-1b" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("bad", "key", "needle"),
+    [
+        ({"layers": 1_000_000_000}, "layers", "less than or equal to 16777216"),
+        ({"vocab": 100_000_000_000}, "vocab", "less than or equal to 16777216"),
+        ({"hidden": 2**24 + 1}, "hidden", "less than or equal to 16777216"),
+        ({"heads": 4096, "kv_heads": 4096, "head_dim": 8192}, "heads", "heads × head_dim"),
+        ({"layers": 2**20, "heads": 32}, "layers", "layers × heads"),
+    ],
+)
+def test_sizes_are_bounded_by_2_to_the_24(tmp_path, bad, key, needle):
+    data = yaml.safe_load((MODELS_DIR / "llama-2-7b.yaml").read_text())
+    path = _write(tmp_path, {**data, **bad})
+    with pytest.raises(UserInputError) as err:
+        load_model(path)
+    assert (err.value.source, err.value.key) == (str(path), key)
+    assert needle in err.value.message and "16777216" in err.value.message
+
+
+def test_moe_layers_times_experts_bounded(tmp_path):
+    data = yaml.safe_load((MODELS_DIR / "qwen3-30b-a3b.yaml").read_text())
+    path = _write(tmp_path, {**data, "layers": 2**17 + 1, "heads": 1, "kv_heads": 1})
+    with pytest.raises(UserInputError) as err:
+        load_model(path)
+    assert err.value.key == "moe.experts" and "layers × moe.experts" in err.value.message
+
+
+def test_size_limit_is_in_the_field_descriptions():
+    for name in ("layers", "hidden", "ffn", "heads", "kv_heads", "head_dim", "vocab"):
+        assert "16,777,216" in ModelSpec.model_fields[name].description
+
+
+@pytest.mark.parametrize(
+    ("phase", "kwargs", "key"),
+    [
+        ("prefill", {"tokens": 2**25}, "tokens"),
+        ("prefill", {"tokens": 8192, "batch": 4096}, "tokens × batch"),
+        ("prefill", {"tokens": 16, "kv_len": 2**24 - 8}, "kv_len + tokens + extra_prefix_tokens"),
+        ("prefill", {"tokens": 1, "batch": 100_000}, "batch"),
+        ("decode", {"tokens": 1_000_000}, "tokens"),
+    ],
+)
+def test_lower_sizes_are_bounded(phase, kwargs, key):
+    with pytest.raises(UserInputError) as err:
+        lower(_spec("smollm2-135m"), phase, **kwargs)
+    assert (err.value.source, err.value.key) == ("lower()", key)
+    assert "exceeds the limit 16777216" in err.value.message
+    lower(_spec("smollm2-135m"), "prefill", 4096, batch=4096)  # exactly 2**24 rows: fine

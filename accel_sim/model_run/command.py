@@ -14,17 +14,22 @@ import sys
 from accel_sim.errors import UserInputError
 from accel_sim.knobs import parse_knobs
 from accel_sim.model_run.simulate import DEFAULT_ARCH, DEFAULT_STATS
-from accel_sim.workload.models import ModelSpec
+from accel_sim.workload.gemm import MAX_DIM
+from accel_sim.workload.models import ModelSpec, workload_size_problem
 
 _DIGITS = re.compile(r"[0-9]+")  # ASCII only: int() would also take "+16", " 16" or "١٦"
+#: lower()'s argument names as this command's flags (for size errors)
+_FLAGS = {"extra_prefix_tokens": "--prefix-tokens", "kv_len": "--kv-len", "tokens": "--tokens",
+          "batch": "--batch"}  # fmt: skip
 
 
 def _count(low: int):
-    """An argparse ``type``: a plain ASCII integer ≥ ``low``."""
+    """An argparse ``type``: a plain ASCII integer in ``low .. MAX_DIM`` (2**24)."""
 
     def parse(text: str) -> int:
-        if not _DIGITS.fullmatch(text) or int(text) < low:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}")
+        if not _DIGITS.fullmatch(text) or not low <= int(text) <= MAX_DIM:
+            raise argparse.ArgumentTypeError(f"expected an integer in {low} .. {MAX_DIM} "
+                                             f"(2**24), got {text[:40]!r}")  # fmt: skip
         return int(text)
 
     parse.__name__ = "integer"  # argparse names the type in its message
@@ -45,6 +50,16 @@ def _model_spec(args: argparse.Namespace) -> ModelSpec:
         raise UserInputError("model", "give a model NAME (see `accel-sim model --list`), a "
                              "model YAML or --hf-config config.json")  # fmt: skip
     return load_model(args.name)
+
+
+def _check_sizes(args: argparse.Namespace, spec: ModelSpec) -> None:
+    """Products of the size flags within 2**24 (``--tokens × --batch`` ...), naming the flags."""
+    problem = workload_size_problem(spec, args.phase, args.tokens, args.batch, args.kv_len,
+                                    args.prefix_tokens)  # fmt: skip
+    if problem is not None:
+        flags = [re.sub(rf"\b({'|'.join(_FLAGS)})\b", lambda m: _FLAGS[m.group(1)], text)
+                 for text in problem]  # fmt: skip
+        raise UserInputError(*flags)
 
 
 def _print_models() -> None:
@@ -69,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
     if args.tokens is None:
         raise UserInputError("--tokens", "required: prompt length (prefill) or number of "
                              "generated tokens (decode)")  # fmt: skip
+    _check_sizes(args, spec)
     result = simulate_model(
         args.arch, spec, args.phase, args.tokens, args.batch, args.kv_len,
         args.dataflow or ["w8a8"], parse_knobs(args.knob),

@@ -40,13 +40,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from accel_sim import resources
 from accel_sim.errors import UserInputError, user_error_from_validation
-from accel_sim.workload.gemm import Gemm
+from accel_sim.workload.gemm import MAX_DIM, Gemm
 from accel_sim.yaml_io import read_yaml
 
 #: Folder holding the shipped model files (see :mod:`accel_sim.resources`).
@@ -65,33 +65,50 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
+#: A size of a model file: an integer in ``1 .. MAX_DIM`` (2**24 = 16,777,216, the largest GEMM
+#: dimension and count, see :data:`accel_sim.workload.gemm.MAX_DIM`).
+Size = Annotated[int, Field(gt=0, le=MAX_DIM)]
+_LIMIT = f"1 .. {MAX_DIM:,} (2**24)"
+
+
+def _size(description: str, default=...):
+    return Field(default, description=f"{description}; an integer in {_LIMIT}")
+
+
 class MoESpec(_Strict):
     """Routed mixture-of-experts MLP (every layer; no shared expert)."""
 
-    experts: int = Field(gt=0, description="routed experts per layer")
-    active_experts: int = Field(gt=0, description="experts per token (top-k)")
-    expert_ffn: int = Field(gt=0, description="intermediate size of one expert")
+    experts: Size = _size("routed experts per layer; layers × experts ≤ 2**24 too")
+    active_experts: Size = _size("experts per token (top-k)")
+    expert_ffn: Size = _size("intermediate size of one expert")
 
 
 class ModelSpec(_Strict):
-    """Shape of one transformer, as published in its config.json."""
+    """Shape of one transformer, as published in its config.json.
+
+    Every size is an integer in ``1 .. 2**24`` (:data:`~accel_sim.workload.gemm.MAX_DIM`), and so
+    is every product of sizes that becomes one GEMM dimension or count: ``heads × head_dim`` (the
+    N of q_proj), ``layers × heads`` (the count of the attention matmuls at batch 1) and
+    ``layers × moe.experts``. Products with the run's tokens and batch are checked by
+    :func:`workload_size_problem`.
+    """
 
     source: str = Field(min_length=1, description="citation: config.json URL and/or paper")
     name: str = Field(min_length=1)
     family: Literal["decoder", "encoder"]
-    layers: int = Field(gt=0)
-    hidden: int = Field(gt=0)
-    ffn: int = Field(gt=0, description="dense MLP intermediate size")
-    heads: int = Field(gt=0)
-    kv_heads: int = Field(gt=0)
-    head_dim: int = Field(gt=0)
-    vocab: int = Field(gt=0)
+    layers: Size = _size("transformer blocks; layers × heads ≤ 2**24 too")
+    hidden: Size = _size("hidden size (model width)")
+    ffn: Size = _size("dense MLP intermediate size")
+    heads: Size = _size("query heads; heads × head_dim ≤ 2**24 too")
+    kv_heads: Size = _size("key/value heads (divides heads)")
+    head_dim: Size = _size("channels per head")
+    vocab: Size = _size("vocabulary size (the N of the LM head)")
     ffn_type: Literal["gated_silu", "gelu", "relu"]
     norm: Literal["rmsnorm", "layernorm"]
     positional: Literal["rotary", "learned"]
     tied_lm_head: bool
     moe: MoESpec | None = None
-    max_positions: int | None = Field(None, gt=0, description="rows of a learned position table")
+    max_positions: Size | None = _size("rows of a learned position table", None)
     qk_norm: bool = Field(False, description="RMSNorm on every q and k head (Qwen3)")
 
     @model_validator(mode="after")
@@ -104,6 +121,15 @@ class ModelSpec(_Strict):
             raise ValueError("moe.active_experts: must not exceed moe.experts")
         if self.positional == "rotary" and self.head_dim % 2:
             raise ValueError("head_dim: rotary embeddings need an even head_dim")
+        products = [("heads", "heads × head_dim", self.heads * self.head_dim, "the N of q_proj"),
+                    ("layers", "layers × heads", self.layers * self.heads,
+                     "the count of the attention matmuls at batch 1")]  # fmt: skip
+        if self.moe is not None:
+            products.append(("moe.experts", "layers × moe.experts", self.layers * self.moe.experts,
+                             "the count of the expert GEMMs"))  # fmt: skip
+        for key, what, value, meaning in products:
+            if value > MAX_DIM:
+                raise ValueError(f"{key}: {what} = {value} exceeds the limit {MAX_DIM} ({meaning})")
         return self
 
 
@@ -231,6 +257,51 @@ def expert_load(moe: MoESpec, m: int) -> tuple[int, int]:
     return used, math.ceil(routed / used)
 
 
+def workload_size_problem(
+    spec: ModelSpec,
+    phase: str,
+    tokens: int,
+    batch: int = 1,
+    kv_len: int = 0,
+    extra_prefix_tokens: int = 0,
+    *,
+    expand_layers: bool = False,
+) -> tuple[str, str] | None:
+    """The first size of a :func:`lower` call beyond :data:`MAX_DIM` (2**24), or ``None``.
+
+    Returns ``(arguments, message)``: ``arguments`` names the arguments at fault with ``lower``'s
+    parameter names (``"tokens × batch"``), for the caller to name them as its user wrote them.
+    Checked: each argument; ``tokens × batch`` (prefill: the M of every linear GEMM);
+    ``kv_len + tokens + extra_prefix_tokens`` (the longest attention T_kv); the GEMM counts
+    ``heads × batch × layers`` (attention) and ``layers × tokens`` (decode steps; MoE: × the
+    experts used).
+    """
+    values = dict(tokens=tokens, batch=batch, kv_len=kv_len,
+                  extra_prefix_tokens=extra_prefix_tokens)  # fmt: skip
+    for key, value in values.items():
+        if value > MAX_DIM:
+            return key, f"{value} exceeds the limit {MAX_DIM} (2**24)"
+    decode = phase == "decode"
+    m = batch if decode else tokens * batch
+    layers = 1 if expand_layers else spec.layers
+    times = tokens if decode else 1
+    used = expert_load(spec.moe, m)[0] if spec.moe is not None else 1
+    t_kv = kv_len + tokens + extra_prefix_tokens
+    checks = [  # (arguments, value, what the value is if not just the arguments, meaning)
+        ("tokens × batch", m, "", "the M of every linear GEMM"),
+        ("kv_len + tokens + extra_prefix_tokens", t_kv, "", "the longest attention length T_kv"),
+        ("batch", spec.heads * batch * layers, f"heads ({spec.heads}) × batch × layers "
+         f"({layers})", "the count of the attention matmuls"),
+        ("tokens", used * layers * times, f"{'experts used × ' if spec.moe else ''}layers "
+         f"({layers}) × tokens", "the count of the linear GEMMs over the decode steps"),
+    ]  # fmt: skip
+    for arguments, value, what, meaning in checks:
+        if value > MAX_DIM:
+            value_is = f"{what} = {value}" if what else str(value)
+            return arguments, f"{value_is} exceeds the limit {MAX_DIM} ({meaning})"
+    return None
+
+
 def _layer_rows(spec: ModelSpec, m: int) -> tuple[list[tuple], list[tuple]]:
     """Per-layer GEMMs (name, kind, M, K, N, count) and vector ops (name, kind, elems, f, count)."""
     h, q, kv = spec.hidden, spec.heads * spec.head_dim, spec.kv_heads * spec.head_dim
@@ -319,6 +390,10 @@ def lower(
         raise UserInputError("lower()", f"expected 'all' or 'last', got {logits!r}", "logits")
     if spec.family == "encoder" and (phase == "decode" or kv_len):
         raise UserInputError(spec.name, "an encoder has no KV cache: use prefill with kv_len=0")
+    problem = workload_size_problem(spec, phase, tokens, batch, kv_len, extra_prefix_tokens,
+                                    expand_layers=expand_layers)  # fmt: skip
+    if problem is not None:
+        raise UserInputError("lower()", problem[1], problem[0])
 
     decode, fpe = phase == "decode", FLOPS_PER_ELEMENT
     m = batch if decode else tokens * batch

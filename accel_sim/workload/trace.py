@@ -21,11 +21,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import ValidationError
 
 from accel_sim import resources
-from accel_sim.errors import UserInputError
+from accel_sim.errors import UserInputError, user_error_from_validation
 from accel_sim.report.io import read_csv_checked, read_json_file
-from accel_sim.workload.gemm import Gemm, parse_dim
+from accel_sim.workload import trace_schema
+from accel_sim.workload.gemm import GEMM_KINDS, Gemm, parse_dim
 from accel_sim.workload.npio import load_npz
 
 TRACE_DIR = resources.data_dir("trace")  # shipped compact traces (see accel_sim.resources)
@@ -82,7 +84,12 @@ def _gemms(path: Path) -> list[Gemm]:
     for row_number, row in enumerate(df.itertuples(index=False), start=1):
         where = f"{csv_path} (data row {row_number})"
         dims = [parse_dim(getattr(row, d), d, where) for d in "MKN"]
-        gemms.append(Gemm(*dims, name=str(row.name), kind=str(row.kind).strip(),
+        kind = str(row.kind).strip()
+        if kind not in GEMM_KINDS:
+            raise UserInputError(where, f"unknown kind {kind!r} of GEMM {str(row.name)!r}; "
+                                 f"expected one of {', '.join(k for k in GEMM_KINDS if k)} "
+                                 "or empty", "kind")  # fmt: skip
+        gemms.append(Gemm(*dims, name=str(row.name), kind=kind,
                           layer=_parse_layer(str(row.layer), where)))  # fmt: skip
     names = [g.name for g in gemms]
     if len(set(names)) != len(names):
@@ -92,17 +99,31 @@ def _gemms(path: Path) -> list[Gemm]:
     return gemms
 
 
+def _validated(model: type, data: Any, source: str, **kwargs: Any) -> Any:
+    """``model.model_validate(data)``; a problem is one :class:`UserInputError` whose key reads
+    ``gemms[3].osc_table_channels.32`` (list items in brackets, as in the NaN check)."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        error = user_error_from_validation(err, source, **kwargs)
+        key = re.sub(r"^gemms\.([0-9]+)", r"gemms[\1]", error.key) if error.key else None
+        raise UserInputError(error.source, error.message, key) from None
+
+
 def load_trace(name_or_path: str | Path) -> Trace:
     """Load a compact trace by shipped name (``smollm2-135m``) or directory path.
 
-    Checked here, before any work: ``manifest.json`` is a JSON object; ``gemms.csv`` has at least
-    one row of strict integers; ``stats.json`` is an object whose ``gemms`` list has one object
-    per GEMM; no JSON file holds NaN or Infinity."""
+    Checked here, before any work: ``manifest.json`` is a JSON object with the keys the code
+    reads; ``gemms.csv`` has at least one row of strict integers and known kinds; ``stats.json``
+    is an object whose ``gemms`` list has one entry per GEMM, each valid against
+    :mod:`~accel_sim.workload.trace_schema` (types, ranges, and shape, counts and table keys
+    consistent with the GEMM and the grid); no JSON file holds NaN or Infinity."""
     path = resolve_trace_path(name_or_path)
     manifest = read_json_file(path / "manifest.json", "file (not a compact trace?)")
     if not isinstance(manifest, dict):
         raise UserInputError(str(path / "manifest.json"), "expected a JSON object at the top "
                              f"level, got {type(manifest).__name__}")  # fmt: skip
+    _validated(trace_schema.Manifest, manifest, str(path / "manifest.json"))
     gemms = _gemms(path)
     stats_path = path / "stats.json"
     stats = read_json_file(stats_path, "file (not a compact trace?)")
@@ -117,4 +138,9 @@ def load_trace(name_or_path: str | Path) -> Trace:
         if not isinstance(entry, dict):
             raise UserInputError(str(stats_path), f"expected an object, got "
                                  f"{type(entry).__name__}", f"gemms[{i}]")  # fmt: skip
+    checked = _validated(trace_schema.StatsFile, stats, str(stats_path),
+                         expected_keys=trace_schema.expected_keys)  # fmt: skip
+    for i, (gemm, entry) in enumerate(zip(gemms, per_gemm)):
+        trace_schema.check_against(entry, gemm.M, gemm.K, checked.grid, str(stats_path),
+                                   f"gemms[{i}]")  # fmt: skip
     return Trace(path, manifest, tuple(gemms), tuple(per_gemm))
