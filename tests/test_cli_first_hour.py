@@ -35,7 +35,7 @@ def test_summary_totals_equal_the_sum_of_rows(run_cli, tmp_path):
     import pandas as pd
 
     rows = pd.read_csv(out)
-    total = next(ln for ln in text.splitlines() if ln.startswith("w8a8"))
+    total = next(ln for ln in text.splitlines() if ln.split()[:1] == ["w8a8"])
     assert int(total.split()[1].replace(",", "")) == rows["cycles"].sum()
 
 

@@ -167,16 +167,12 @@ def summary_report(df: pd.DataFrame, clock_hz: float, baseline: str = "w8a8") ->
     """Totals per dataflow (cycles, time, energy, speedup over ``baseline``, MAC-weighted mean
     relative error) as a short table: what a user reads first."""
     tot = totals(df)
-    speed = f"speedup_vs_{baseline}"
-    lines = [f"{'dataflow':<14}{'cycles':>16}{'time':>14}{'energy':>14}"
-             f"{'vs ' + baseline:>10}{'rel. error':>12}"]  # fmt: skip
-    for row in tot.to_dict("records"):
-        speedup = f"{row[speed]:.2f}×" if speed in row else "-"
-        error = row.get("mean_rel_error")
-        error = "-" if error is None or pd.isna(error) else f"{error:.4f}"
-        lines.append(
-            f"{row['dataflow']:<14}{row['total_cycles']:>16,}"
-            f"{si(row['total_cycles'] / clock_hz, 's'):>14}"
-            f"{si(row['total_energy_pj'] * 1e-12, 'J'):>14}{speedup:>10}{error:>12}"
-        )
-    return "\n".join(lines)
+    tot["time_s"] = tot["total_cycles"] / clock_hz
+    columns = [("dataflow", "dataflow", None), ("total_cycles", "cycles", count_text),
+               ("time_s", "time", seconds_text), ("total_energy_pj", "energy", pj_text),
+               (f"speedup_vs_{baseline}", f"vs {baseline}", ratio_text),
+               ("mean_rel_error", "rel. error", error_text)]  # fmt: skip
+    text = display_table(tot, columns)
+    if f"speedup_vs_{baseline}" not in tot.columns:
+        text += f"\n(no {baseline} row: speedups need --dataflow {baseline})"
+    return text
