@@ -90,3 +90,11 @@ def test_multi_row_json_has_totals_and_rows(run_cli):
     assert len(doc["rows"]) == 4 and [t["dataflow"] for t in doc["totals"]] == ["fp16", "w8a8"]
     by_flow = {t["dataflow"]: t["total_cycles"] for t in doc["totals"]}
     assert by_flow["w8a8"] == sum(r["cycles"] for r in doc["rows"] if r["dataflow"] == "w8a8")
+
+
+@pytest.mark.parametrize(("args", "needles"), [
+    (["--dataflow", "all", "--knob", "osc.G=48"], ("G", "OSC tables")),
+    (["--dataflow", "w8a8", "--knob", "osc.G=16"], ("osc", "does not include")),
+], ids=["knob-rules-out-its-flow", "knob-for-flow-not-run"])  # fmt: skip
+def test_model_knobs(run_cli, args, needles):
+    _one_line_error(run_cli(["model", "smollm2-135m", "--tokens", "8", *args]), *needles)

@@ -161,6 +161,10 @@ def simulate_model(
     knobs = dict(knobs or {})
     for flow in {*flows, *knobs}:
         get_dataflow(flow, "dataflows").resolve_knobs(knobs.get(flow), "knobs")
+    unused = sorted(set(knobs) - set(flows))
+    if unused:
+        raise UserInputError("knobs", f"given for {', '.join(unused)}, which this run does not "
+                             "include (add it to the dataflows)")  # fmt: skip
     work = lower(spec, phase, tokens, batch, kv_len, extra_prefix_tokens, logits=logits)
     kind_stats, source = None, "no trace statistics (data-dependent dataflows need knobs)"
     if stats_from is not None:
@@ -188,7 +192,7 @@ def simulate_model(
                 if bar is not None:
                     bar.update()
         except UserInputError as err:
-            if not expanded:
+            if not expanded or flow in knobs:  # the user's own knob must not drop the flow
                 raise
             skipped[flow] = str(err)
             continue
