@@ -120,14 +120,17 @@ def test_statistics_by_layer_kind(prefill):
 
 
 def test_all_skips_what_the_arch_cannot_run_and_explicit_errors():
-    # the cube has no early-bird unit: OPS runs with the early bird off (τ = -1, the default),
-    # and is skipped by "all" / refused by name once the early bird is switched on
+    # the cube has no early-bird unit: OPS runs with the early bird off (τ = -1, the default);
+    # switched on by the user's own knob it is refused, by name or under "all" (a knob the user
+    # set never silently drops its dataflow); "all" skips, with a note, what cannot run by default
     res = simulate_model(ARCH, "gpt2-small", "prefill", 16, dataflows=("all",))
     assert "ops" in set(res.totals["dataflow"])
+    res = simulate_model(ARCH, "gpt2-small", "prefill", 16, dataflows=("all",), stats_from=None)
+    assert "muxq" not in set(res.totals["dataflow"])
+    assert any(n.startswith("muxq skipped") for n in res.notes)
     on = {"ops": {"tau": 0.0}}
-    res = simulate_model(ARCH, "gpt2-small", "prefill", 16, dataflows=("all",), knobs=on)
-    assert "ops" not in set(res.totals["dataflow"])
-    assert any(n.startswith("ops skipped") for n in res.notes)
+    with pytest.raises(UserInputError, match="early-bird"):
+        simulate_model(ARCH, "gpt2-small", "prefill", 16, dataflows=("all",), knobs=on)
     with pytest.raises(UserInputError, match="early-bird"):
         simulate_model(ARCH, "gpt2-small", "prefill", 16, dataflows=("ops",), knobs=on)
     with pytest.raises(UserInputError, match="outlier channels"):
