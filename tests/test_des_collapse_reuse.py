@@ -53,6 +53,10 @@ def test_match_end_is_safe_and_exact_on_small_programs(seed):
         assert np.array_equal(classes[lo:found], classes[lo - period:found - period])
         if n <= 4096 and found < stop:
             assert classes[found] != classes[found - period]
+        # out of budget, the class search stops early but never claims a stretch that differs
+        cut = program.class_mismatch(lo, period, stop, budget=rng.choice([1, 8, 64]))
+        assert lo <= cut <= stop
+        assert np.array_equal(classes[lo:cut], classes[lo - period:cut - period])
 
 
 @pytest.mark.parametrize("M,K,N,count", [(512, 1024, 2048, 3), (1024, 512, 1536, 2),

@@ -423,6 +423,8 @@ class Program:
                     digits = np.array(list(_class_counts(n)), dtype=np.int64) * radix
                     combos = (combos[:, None] + digits[None, :]).ravel()
                 stride *= n
+            if len(self._aligned_cache) > 1024:
+                self._aligned_cache.clear()
             cached = self._aligned_cache[period] = (np.array(flags[::-1]), combos)
         return cached
 
@@ -438,6 +440,8 @@ class Program:
         for i, pair in enumerate(pairs.tolist()):
             ok = self._agree.get((period, pair))
             if ok is None:
+                if len(self._agree) > 65536:
+                    self._agree.clear()
                 a, b = divmod(pair, len(table))
                 ok = self._agree[(period, pair)] = bool(np.array_equal(table[combos + a],
                                                                        table[combos + b]))
@@ -457,8 +461,8 @@ class Program:
 
     def _dense_mismatch(self, s: int, e: int, period: int, budget: int) -> tuple[int, int]:
         """(first step in [s, e) whose class differs from step x − period's, else e; points
-        compared) — every change point of every loop on both sides; gives up (answers s) past
-        ``budget`` points."""
+        compared) — every change point of every loop on both sides; past ``budget`` points it
+        answers where it got to (every step before the answer matches)."""
         x, spent, chunk = s, 0, 1024
         while x < e:
             hi = min(e, x + chunk)
@@ -472,7 +476,7 @@ class Program:
             if diff.any():
                 return int(candidates[diff].min()), spent
             if spent > budget:
-                return hi if hi == e else x, spent
+                return hi, spent  # [s, hi) checked: a safe answer (hi < e reads as a mismatch)
             x, chunk = hi, chunk * 4
         return e, spent
 
