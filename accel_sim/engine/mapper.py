@@ -20,6 +20,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from accel_sim.arch.schema import Arch
 from accel_sim.arch.units.base import StepTile
 from accel_sim.dataflow.plan import MatmulOp
@@ -64,6 +66,38 @@ class _Space:
         idx = self.memory.index
         self.path = {x: [idx[lv.name] for lv in arch.path(x)] for x in "ABC"}
         self.inner = {x: self.path[x][-1] for x in "ABC"}
+        #: per on-chip level: (capacity, output buffers or 0, holds the accumulators, slots of
+        #: A and B in a fit check or 0), for :meth:`fits`
+        self._fit_levels = [
+            (lv.capacity_bytes, lv.buffers if i in self.path["C"][1:] else 0,
+             i == self.inner["C"], *(min(2, lv.buffers) if i in self.path[x][1:] else 0
+                                     for x in "AB"))
+            for i, lv in enumerate(arch.memory[1:], start=1)]  # fmt: skip
+        mem = self.memory
+        #: bytes of each input operand (all instances) and its hops, outermost first
+        self.total = {x: tile_bytes(op.M, op.K, op.a_bits) * op.count if x == "A" else
+                      tile_bytes(op.K, op.N, op.b_bits) * op.count for x in "AB"}  # fmt: skip
+        self.hops = {x: list(zip(self.path[x], self.path[x][1:])) for x in "AB"}
+        #: on-chip levels staging A or B, outermost first, as (level, operands), and the
+        #: bandwidth (bytes/cycle) of each operand's hop into each of them
+        self.levels = []
+        self.bandwidth = {}
+        for level in range(1, len(arch.memory)):
+            operands = [x for x in "AB" if level in self.path[x][1:]]
+            if operands:
+                self.levels.append((level, operands))
+            for x in operands:
+                parent = self.path[x][self.path[x].index(level) - 1]
+                self.bandwidth[(x, level)] = mem.hop_bandwidth(parent, level)
+        #: the output's port cycles and DRAM bytes (every element stored once, whatever the
+        #: mapping)
+        c_path, c_bytes = self.path["C"], tile_bytes(op.M, op.N, op.c_bits) * op.count
+        self.c_busy, self.c_dram = {}, 0
+        for dst, src in reversed(list(zip(c_path, c_path[1:]))):
+            if 0 in (src, dst):
+                self.c_dram += c_bytes
+            for port, cycles in mem.port_cycles(src, dst, c_bytes):
+                self.c_busy[port] = self.c_busy.get(port, 0) + cycles
 
     def tile_bytes(self, operand: str, tile: StepTile, innermost: bool) -> int:
         ext = {"m": min(tile.tm, self.op.M), "k": min(tile.tk, self.op.K),
@@ -91,113 +125,47 @@ class _Space:
                 return level.name, need, level.capacity_bytes
         return None
 
-    def fits_innermost(self, tile: StepTile) -> bool:
-        return self.shortfall(tile) is None
+    def fits(self, m: int, k: int, n: int) -> bool:
+        """Whether every on-chip level holds double-buffered step tiles of extents ``m×k×n``
+        (clipped to the GEMM) of what it stages (:meth:`shortfall` is None)."""
+        a, b = tile_bytes(m, k, self.bits["A"]), tile_bytes(k, n, self.bits["B"])
+        c, acc = tile_bytes(m, n, self.bits["C"]), tile_bytes(m, n, self.op.accumulator_bits)
+        for capacity, c_buffers, innermost_c, a_slots, b_slots in self._fit_levels:
+            need = c_buffers * (acc if innermost_c else c) + a_slots * a + b_slots * b
+            if need > capacity:
+                return False
+        return True
 
 
-def _crossing_bytes(space: _Space, mapping: Mapping, operand: str, p: int) -> int:
-    """Bytes of ``operand`` crossing into a level that keeps it at position ``p``: each tile
-    once per window, and the windows re-sweep the operand once per iteration of every loop
-    outside the window loop that does not index it."""
-    r = mapping.window_loop(operand, p)
-    sweeps = math.prod(lp.count for lp in mapping.loops[: max(r, 0)]
-                       if not lp.indexes(operand))  # fmt: skip
-    if r < 0:
-        sweeps = 1
-    d0, d1 = OPERAND_DIMS[operand]
-    total = tile_bytes(space.size[d0], space.size[d1], space.bits[operand]) * space.op.count
-    return total * sweeps
+@dataclass(frozen=True)
+class _TileCosts:
+    """What the search needs about one step tile that no loop order or block changes.
+
+    Attributes:
+        tile: the step tile; n: step tiles per dimension (m, k, n).
+        steps: steps of the matmul (all instances).
+        compute: cycles the unit is busy over all steps (edge steps at their exact time).
+        fill: cycles of the first A or B tile's way from DRAM to the unit (the slower).
+        tile_time: per (operand, level), cycles a one-tile window's slot is held per step (the
+            tile's hop in from its parent and the parent's latency: Little's law).
+        budget: per level, bytes left for A and B after its output staging.
+        bound: a lower bound on the rank ``cycles × (1 + steps / STEP_WEIGHT)`` of every mapping
+            with this tile: fill + the slowest of compute and every port when each operand
+            crosses every link exactly once (it crosses at least once).
+    """
+
+    tile: StepTile
+    n: dict
+    steps: int
+    compute: int
+    fill: int
+    tile_time: dict
+    budget: dict
+    bound: float
 
 
-def _single_step(mapping: Mapping, operand: str, p: int) -> bool:
-    """True when a level keeping ``operand`` at ``p`` opens a new window every step."""
-    r = mapping.window_loop(operand, p)
-    return r >= 0 and all(lp.count == 1 for lp in mapping.loops[r + 1:])
-
-
-def _windows(mapping: Mapping, operand: str, p: int) -> int:
-    """How many windows a level keeping ``operand`` at ``p`` opens over the matmul."""
-    r = mapping.window_loop(operand, p)
-    return math.prod(lp.count for lp in mapping.loops[: r + 1]) if r >= 0 else 1
-
-
-def _tile_time(space: _Space, mapping: Mapping, operand: str, src: int, dst: int) -> int:
-    """Cycles a single-step window's slot is held per step: the tile's transfer in, the source
-    latency, and its way on (Little's law, as in the twin)."""
-    tile = space.tile_bytes(operand, mapping.tile, False)
-    return space.memory.transfer_cycles(src, dst, tile) + space.memory.latency(src)
-
-
-def _choose_keep(space: _Space, loops: tuple[Loop, ...], tile: StepTile) -> Mapping | None:
-    """Keep positions per on-chip level, outermost first (see the module docstring)."""
-    mapping = Mapping(tile, loops)
-    L = len(loops)
-    steps = math.prod(lp.count for lp in loops)
-    keep: dict[tuple[str, int], int] = {}
-    floor = {"A": 1, "B": 1}
-    for level in range(1, len(space.arch.memory)):
-        operands = [x for x in "AB" if level in space.path[x][1:]]
-        if not operands:
-            continue
-        lv = space.arch.memory[level]
-        budget = lv.capacity_bytes - space.c_staging(level, tile)
-        parent = {x: space.path[x][space.path[x].index(level) - 1] for x in operands}
-        options = {}
-        for x in operands:
-            bandwidth = space.memory.hop_bandwidth(parent[x], level)
-            held = _tile_time(space, mapping, x, parent[x], level) * steps
-            seen = {}
-            for p in range(L, floor[x] - 1, -1):  # innermost first: smaller footprints first
-                rows, cols = mapping.footprint(x, p, space.size)
-                one = tile_bytes(rows, cols, space.bits[x])
-                key = (mapping.window_loop(x, p), one)
-                if key in seen:
-                    continue
-                time = _crossing_bytes(space, mapping, x, p) / bandwidth
-                if _single_step(mapping, x, p):
-                    # the level offers ``buffers`` slots; fewer (double buffering) leave room
-                    # for other operands, so every count from 2 up is a choice
-                    seen[key] = [(p, b, b * one, max(time, math.ceil(held / b)))
-                                 for b in range(min(2, lv.buffers), lv.buffers + 1)]  # fmt: skip
-                    continue
-                # a long window may also be kept single-buffered: it fits where two would not,
-                # at the price of not prefetching the next window: a bubble (the first tile's
-                # way in) every time a window opens
-                bubble = _windows(mapping, x, p) * _tile_time(space, mapping, x, parent[x], level)
-                seen[key] = [(p, b, b * one, time + (bubble if b == 1 else 0))
-                             for b in range(1, lv.buffers + 1)]  # fmt: skip
-            options[x] = [o for group in seen.values() for o in group]
-        best = None
-        for choice in _product(options, operands):
-            need = sum(c[2] for c in choice)
-            if need > budget:
-                continue
-            # ties go to fewer buffers, then less room: the choices a smaller level also has
-            key = (sum(c[3] for c in choice), sum(c[1] for c in choice), need)
-            if best is None or key < best[0]:
-                best = (key, choice)
-        if best is None:
-            return None
-        for x, c in zip(operands, best[1]):
-            keep[(x, level)] = (c[0], c[1])
-            floor[x] = c[0]
-    return Mapping(tile, loops, tuple(sorted((k, p, b) for k, (p, b) in keep.items())))
-
-
-def _product(options: dict, operands: list[str]):
-    if len(operands) == 1:
-        return [(c,) for c in options[operands[0]]]
-    return [(a, b) for a in options[operands[0]] for b in options[operands[1]]]
-
-
-def quick_estimate(space: _Space, mapping: Mapping) -> tuple[float, int, int]:
-    """A fast closed-form bound used to rank candidates before the twin: (cycles, DRAM bytes,
-    steps).
-
-    The slowest of the unit (every step at its exact time), every port (bytes crossing each link
-    from :func:`_crossing_bytes`) and every single-step window's slots, plus the first tiles' path
-    to the unit."""
-    op, mem, tile = space.op, space.memory, mapping.tile
+def _tile_costs(space: _Space, tile: StepTile) -> _TileCosts:
+    op, mem = space.op, space.memory
     n = {d: math.ceil(space.size[d] / getattr(tile, f"t{d}")) for d in "mkn"}
     edge = {d: space.size[d] - (n[d] - 1) * getattr(tile, f"t{d}") for d in "mkn"}
     compute = 0
@@ -209,38 +177,156 @@ def quick_estimate(space: _Space, mapping: Mapping) -> tuple[float, int, int]:
                                          em[0], ek[0], en[0])  # fmt: skip
                     compute += c * em[1] * ek[1] * en[1]
     compute *= op.count
-    steps = math.prod(lp.count for lp in mapping.loops)
-    busy: dict = {}
-    slots = 0.0
-    bubbles = 0
-    fill = 0
-    dram = 0
-    for x in "ABC":
-        path = space.path[x]
-        hops = list(zip(path, path[1:])) if x != "C" else [(d, s) for s, d in
-                                                           reversed(list(zip(path, path[1:])))]
-        first_path = 0
-        for src, dst in hops:
-            if x == "C":
-                nbytes = tile_bytes(op.M, op.N, op.c_bits) * op.count
-            else:
-                nbytes = _crossing_bytes(space, mapping, x, mapping.position(x, dst))
-                first_path += (mem.transfer_cycles(src, dst, space.tile_bytes(x, tile, False))
-                               + mem.latency(src))  # fmt: skip
-                p = mapping.position(x, dst)
-                if _single_step(mapping, x, p):
-                    held = _tile_time(space, mapping, x, src, dst)
-                    b = mapping.buffers(x, dst, space.arch.memory[dst].buffers)
-                    slots = max(slots, held * steps / b)
-                elif mapping.buffers(x, dst, space.arch.memory[dst].buffers) == 1:
-                    bubbles += _windows(mapping, x, p) * _tile_time(space, mapping, x, src, dst)
-            if 0 in (src, dst):
+    steps = op.count * n["m"] * n["k"] * n["n"]
+    tile_time, fill, busy = {}, 0, dict(space.c_busy)
+    for x in "AB":
+        one = space.tile_bytes(x, tile, False)
+        for src, dst in space.hops[x]:
+            tile_time[(x, dst)] = mem.transfer_cycles(src, dst, one) + mem.latency(src)
+            for port, cycles in mem.port_cycles(src, dst, space.total[x]):
+                busy[port] = busy.get(port, 0) + cycles
+        fill = max(fill, sum(tile_time[(x, dst)] for _, dst in space.hops[x]))
+    budget = {level: space.arch.memory[level].capacity_bytes - space.c_staging(level, tile)
+              for level, *_ in space.levels}  # fmt: skip
+    bound = (fill + max([compute, *busy.values()])) * (1 + steps / STEP_WEIGHT)
+    return _TileCosts(tile, n, steps, compute, fill, tile_time, budget, bound)
+
+
+def _positions(space: _Space, tile: StepTile, loops: tuple[Loop, ...], x: str) -> list:
+    """The keep positions of operand ``x`` worth considering in the nest ``loops``: of the
+    positions p = len(loops) … 1 (innermost first) the innermost of each distinct (window loop,
+    footprint bytes), as ``(p, footprint bytes, bytes crossing into a level keeping x at p,
+    single-step window?, windows opened)``.
+
+    Crossing bytes: each tile once per window, and the windows re-sweep the operand once per
+    iteration of every loop outside the window loop that does not index it. A level keeping
+    ``x`` at a position whose window loop has only one-trip loops inside opens a window every
+    step (single-step)."""
+    d0, d1 = OPERAND_DIMS[x]
+    bits, total, size = space.bits[x], space.total[x], space.size
+    window, last, sweeps, windows, last_iter = [], -1, [1], [1], -1
+    for j, lp in enumerate(loops):  # per position p = j: the loops strictly outside p
+        window.append(last)
+        indexes = lp.dim == "b" or lp.dim in (d0, d1)
+        if lp.count > 1:
+            last_iter = j
+            if indexes:
+                last = j
+        sweeps.append(sweeps[-1] if indexes else sweeps[-1] * lp.count)
+        windows.append(windows[-1] * lp.count)
+    window.append(last)
+    ext = {"b": 1, "m": tile.tm, "k": tile.tk, "n": tile.tn}
+    out, seen = [], set()
+    for p in range(len(loops), 0, -1):
+        if p < len(loops):
+            ext[loops[p].dim] *= loops[p].count
+        one = tile_bytes(min(ext[d0], size[d0]), min(ext[d1], size[d1]), bits)
+        r = window[p]
+        if (r, one) in seen:
+            continue
+        seen.add((r, one))
+        if r < 0:
+            out.append((p, one, total, False, 1))
+        else:
+            out.append((p, one, total * sweeps[r], last_iter <= r, windows[r + 1]))
+    return out
+
+
+def _options(space: _Space, costs: _TileCosts, positions: list, x: str, level: int,
+             floor: int) -> list:  # fmt: skip
+    """A level's choices for operand ``x`` as (position, buffers, bytes, parent link time):
+    every position from ``floor`` inward and buffer count. A single-step window's slots bound
+    the link by Little's law; every count from 2 up is a choice (fewer leave room for the other
+    operand). A longer window may also be single-buffered: it fits where two would not, at the
+    price of a bubble (the first tile's way in) every time a window opens."""
+    bandwidth = space.bandwidth[(x, level)]
+    buffers = space.arch.memory[level].buffers
+    held = costs.tile_time[(x, level)] * costs.steps
+    opts = []
+    for p, one, cross, single, windows in positions:
+        if p < floor:
+            break
+        time = cross / bandwidth
+        if single:
+            opts += [(p, b, b * one, max(time, math.ceil(held / b)))
+                     for b in range(min(2, buffers), buffers + 1)]  # fmt: skip
+        else:
+            bubble = windows * costs.tile_time[(x, level)]
+            opts += [(p, b, b * one, time + (bubble if b == 1 else 0))
+                     for b in range(1, buffers + 1)]  # fmt: skip
+    return opts
+
+
+def _pick(opts: list[list], budget: int) -> tuple | None:
+    """The choice (one option per operand) within ``budget`` bytes with the least total link
+    time, then the fewest buffers, then the least room (ties: the first in product order);
+    None when nothing fits."""
+    if len(opts) == 1:
+        best = None
+        for o in opts[0]:
+            if o[2] <= budget:
+                key = (o[3], o[1], o[2])
+                if best is None or key < best[0]:
+                    best = (key, o)
+        return None if best is None else (best[1],)
+    a, b = opts
+    ta, tb = np.array([o[3] for o in a], float), np.array([o[3] for o in b], float)
+    ba, bb = np.array([o[1] for o in a]), np.array([o[1] for o in b])
+    na, nb = np.array([o[2] for o in a]), np.array([o[2] for o in b])
+    need = na[:, None] + nb[None, :]
+    ok = need <= budget
+    if not ok.any():
+        return None
+    time = ta[:, None] + tb[None, :]
+    ok &= time == time[ok].min()
+    bufs = ba[:, None] + bb[None, :]
+    ok &= bufs == bufs[ok].min()
+    ok &= need == need[ok].min()
+    i, j = divmod(int(np.argmax(ok)), len(b))
+    return a[i], b[j]
+
+
+def _evaluate(space: _Space, costs: _TileCosts, loops: tuple[Loop, ...]):
+    """The mapper's choice of keep positions for ``loops`` (per level, outermost first: the
+    options of :func:`_options` minimising the parent links' time within the level's budget,
+    never keeping more than the parent) and its rank by the fast closed-form bound, as
+    ``((cycles × (1 + steps / STEP_WEIGHT), DRAM bytes), keep)``; None if a level cannot hold
+    any choice.
+
+    The bound: the slowest of the unit (every step at its exact time), every port (bytes
+    crossing each link) and every single-step window's slots, plus the first tiles' path to the
+    unit and the bubbles of single-buffered windows."""
+    positions = {x: _positions(space, costs.tile, loops, x) for x in "AB"}
+    floor = {"A": 1, "B": 1}
+    chosen = {}
+    for level, operands in space.levels:
+        opts = [_options(space, costs, positions[x], x, level, floor[x]) for x in operands]
+        choice = _pick(opts, costs.budget[level])
+        if choice is None:
+            return None
+        for x, c in zip(operands, choice):
+            chosen[(x, level)] = c
+            floor[x] = c[0]
+    steps, mem = costs.steps, space.memory
+    cross = {(x, p): (nbytes, single, windows)
+             for x in "AB" for p, _, nbytes, single, windows in positions[x]}  # fmt: skip
+    busy = dict(space.c_busy)
+    slots, bubbles, dram = 0.0, 0, space.c_dram
+    for x in "AB":
+        for src, dst in space.hops[x]:
+            p, b = chosen[(x, dst)][:2]
+            nbytes, single, windows = cross[(x, p)]
+            if single:
+                slots = max(slots, costs.tile_time[(x, dst)] * steps / b)
+            elif b == 1:
+                bubbles += windows * costs.tile_time[(x, dst)]
+            if src == 0:
                 dram += nbytes
             for port, cycles in mem.port_cycles(src, dst, nbytes):
                 busy[port] = busy.get(port, 0) + cycles
-        fill = max(fill, first_path)
-    body = max([compute, slots, *busy.values()])
-    return fill + body + bubbles, dram, steps
+    cycles = costs.fill + max([costs.compute, slots, *busy.values()]) + bubbles
+    keep = tuple(sorted((k, c[0], c[1]) for k, c in chosen.items()))
+    return (cycles * (1 + steps / STEP_WEIGHT), dram), keep
 
 
 def estimate(arch: Arch, op: MatmulOp, mapping: Mapping) -> Estimate:
@@ -260,43 +346,52 @@ def estimate(arch: Arch, op: MatmulOp, mapping: Mapping) -> Estimate:
     return Estimate(twin_cycles(prog), compute, busy, prog.link_bytes, dram, bound)
 
 
-def _useful_tiles(tiles: list[StepTile], op: MatmulOp) -> list[StepTile]:
+def _tiles(space: _Space) -> list[StepTile]:
     """The fitting step tiles worth scoring: the maximal ones (no other fitting tile covers at
     least as much in every dimension, extents clipped to the GEMM), and each of those with K
-    halved or quartered (shorter steps pipeline loads more finely)."""
-    def ext(t: StepTile) -> tuple[int, int, int]:
-        return (min(t.tm, op.M), min(t.tk, op.K), min(t.tn, op.N))
-
+    halved or quartered (shorter steps pipeline loads more finely); of tiles with the same
+    extents, the smallest."""
+    op = space.op
     by_ext: dict[tuple[int, int, int], StepTile] = {}
-    for t in sorted(tiles, key=lambda t: (t.tm, t.tk, t.tn)):
-        by_ext.setdefault(ext(t), t)  # the smallest tile with these extents
-    exts = list(by_ext)
-    maximal = [e for e in exts
-               if not any(o != e and all(a >= b for a, b in zip(o, e)) for o in exts)]  # fmt: skip
+    for t in sorted(space.unit.step_tiles(op.M, op.K, op.N, space.rate),
+                    key=lambda t: (t.tm, t.tk, t.tn)):  # fmt: skip
+        by_ext.setdefault((min(t.tm, op.M), min(t.tk, op.K), min(t.tn, op.N)), t)
+    exts = [e for e in by_ext if space.fits(*e)]  # whether a tile fits depends on its extents
+    # a tile covered by another is covered by a maximal one, which comes first in this order
+    maximal: list[tuple[int, int, int]] = []
+    for e in sorted(exts, reverse=True):
+        if not any(o[0] >= e[0] and o[1] >= e[1] and o[2] >= e[2] for o in maximal):
+            maximal.append(e)
+    ks: dict[tuple[int, int], list[int]] = {}
+    for m, k, n in exts:
+        ks.setdefault((m, n), []).append(k)
     keep = set(maximal)
     for m, k, n in maximal:
         for div in (2, 4):
-            smaller = [e for e in exts if e[0] == m and e[2] == n and e[1] <= k // div]
+            smaller = [kk for kk in ks[(m, n)] if kk <= k // div]
             if smaller:
-                keep.add(max(smaller))
+                keep.add((m, max(smaller), n))
     return [by_ext[e] for e in sorted(keep)]
 
 
-def candidates(arch: Arch, op: MatmulOp, space: _Space | None = None):
-    """Every mapping of the search space (a generator)."""
-    space = space or _Space(arch, op)
-    tiles = _useful_tiles([t for t in space.unit.step_tiles(op.M, op.K, op.N, space.rate)
-                           if space.fits_innermost(t)], op)  # fmt: skip
-    for tile in tiles:
-        n_tiles = {d: math.ceil(space.size[d] / getattr(tile, f"t{d}")) for d in "mkn"}
-        for outer in ("mn", "nm"):
-            x = outer[0]
-            for block in _divisors(n_tiles[x]):
-                blocks = {x: block, outer[1]: 1}
-                loops = nest(tile, op.count, n_tiles, outer, outer, blocks)
-                mapping = _choose_keep(space, loops, tile)
-                if mapping is not None:
-                    yield mapping
+def _nests(space: _Space, costs: _TileCosts):
+    """The loop nests of one step tile, in the search's order: both outer orders, and per
+    order every block of the outer dimension (:func:`_divisors` of its tile count)."""
+    for outer in ("mn", "nm"):
+        x = outer[0]
+        for block in _divisors(costs.n[x]):
+            yield nest(costs.tile, space.op.count, costs.n, outer, outer, {x: block, outer[1]: 1})
+
+
+def candidates(arch: Arch, op: MatmulOp):
+    """Every mapping of the search space with its rank (a generator of (rank, mapping))."""
+    space = _Space(arch, op)
+    for tile in _tiles(space):
+        costs = _tile_costs(space, tile)
+        for loops in _nests(space, costs):
+            scored = _evaluate(space, costs, loops)
+            if scored is not None:
+                yield scored[0], Mapping(tile, loops, scored[1])
 
 
 _CACHE: dict[tuple[str, MatmulOp], Mapping] = {}
@@ -308,22 +403,47 @@ _CACHE_LIMIT = 20000
 #: faster to simulate) wins; 4,000 steps weigh 0.1 %.
 STEP_WEIGHT = 4_000_000
 
-#: How many step tiles (their best-ranked candidate each, by :func:`quick_estimate`) the
-#: closed-form model re-scores.
+#: How many step tiles (their best-ranked candidate each, by the fast bound of
+#: :func:`_evaluate`) the closed-form model re-scores.
 RESCORE = 6
+
+
+def _shortlist(space: _Space) -> list[tuple]:
+    """The best-ranked candidate of each of the RESCORE best-ranked step tiles, as (rank,
+    enumeration key, mapping), best first; ties go to the candidate enumerated first.
+
+    Tiles are searched in the order of their lower bound (``_TileCosts.bound``): once RESCORE
+    tiles have a candidate, a tile whose bound exceeds the RESCORE-th best rank cannot enter the
+    shortlist, nor can any later one, so the search stops; and a tile's search stops at a
+    candidate that reaches both its bound and the least DRAM bytes (later ones rank no lower and
+    come later). The shortlist is the one a search of every candidate would give: the
+    enumeration key (tile, order, block) orders candidates as the plain enumeration does."""
+    costs = [_tile_costs(space, tile) for tile in _tiles(space)]
+    # every operand crosses from DRAM at least once: no candidate moves fewer DRAM bytes
+    least_dram = space.total["A"] + space.total["B"] + space.c_dram
+    best: dict[int, tuple] = {}  # tile index -> (rank, key, loops, keep) of its best candidate
+    for t in sorted(range(len(costs)), key=lambda t: (costs[t].bound, t)):
+        if len(best) >= RESCORE:
+            cutoff = sorted(e[0][0] for e in best.values())[RESCORE - 1]
+            if costs[t].bound > cutoff:
+                break
+        for j, loops in enumerate(_nests(space, costs[t])):
+            scored = _evaluate(space, costs[t], loops)
+            if scored is not None:
+                entry = (scored[0], (t, j), loops, scored[1])
+                if t not in best or entry[:2] < best[t][:2]:
+                    best[t] = entry
+                    if entry[0] == (costs[t].bound, least_dram):
+                        break  # no later candidate of this tile can rank lower
+    ranked = sorted(best.values(), key=lambda e: e[:2])[:RESCORE]
+    return [(rank, key, Mapping(costs[key[0]].tile, loops, keep))
+            for rank, key, loops, keep in ranked]  # fmt: skip
 
 
 def _best(arch: Arch, op: MatmulOp) -> Mapping:
     space = _Space(arch, op)
-    def rank(mapping: Mapping) -> tuple:
-        cycles, dram, steps = quick_estimate(space, mapping)
-        return (cycles * (1 + steps / STEP_WEIGHT), dram)
-
-    ranked = sorted(
-        ((rank(m), i, m) for i, m in enumerate(candidates(arch, op, space))),
-        key=lambda t: (t[0], t[1]),
-    )
-    if not ranked:
+    shortlist = _shortlist(space)
+    if not shortlist:
         tiles = space.unit.step_tiles(op.M, op.K, op.N, space.rate)
         smallest = min(tiles, key=lambda t: t.tm * t.tk + t.tk * t.tn + t.tm * t.tn)
         name, need, capacity = space.shortfall(smallest) or ("?", 0, 0)
@@ -336,13 +456,6 @@ def _best(arch: Arch, op: MatmulOp) -> Mapping:
         )
     # the twin re-scores the best-ranked candidate of each of the first RESCORE step tiles: the
     # fast bound ranks tiles less reliably than it ranks loop orders for one tile
-    shortlist, tiles = [], set()
-    for entry in ranked:
-        if entry[2].tile not in tiles:
-            tiles.add(entry[2].tile)
-            shortlist.append(entry)
-            if len(shortlist) == RESCORE:
-                break
     best = None
     for _, i, mapping in shortlist:
         est = estimate(arch, op, mapping)
