@@ -137,8 +137,13 @@ def simulate(
         collapse: exact steady-state collapse in the DES (turn off only to check it).
     """
     _check_call(dataflow, knobs, stats, engine, "simulate()")
-    arch = load_arch(arch)
-    gemm = _as_gemm(gemm)
+    return _simulate(load_arch(arch), _as_gemm(gemm), dataflow, knobs, stats, engine,
+                     collapse)[0]  # fmt: skip
+
+
+def _simulate(arch: Arch, gemm: Gemm, dataflow: str, knobs, stats, engine: str,
+              collapse: bool) -> tuple[SimResult, Any, Any]:  # fmt: skip
+    """:func:`simulate` on checked arguments: (result, plan, its PlanResult)."""
     flow = get_dataflow(dataflow, "dataflow")
     resolved = flow.resolve_knobs(knobs)
     plan = flow.build(gemm, arch, stats, resolved)
@@ -191,7 +196,57 @@ def simulate(
         extra=_extra(flow, stats, resolved, gemm, plan),
     )
     _check_result(out, arch.origin)
-    return out
+    return out, plan, result
+
+
+def simulate_timeline(
+    arch: Arch | str | Path,
+    gemms: Iterable[Gemm | str | tuple] | Gemm | str,
+    dataflows: Iterable[str] | str = ("w8a8",),
+    knobs: Mapping[str, Mapping[str, Any]] | None = None,
+    stats_for=None,
+    collapse: bool = True,
+    max_events: int | None = None,
+) -> tuple[list[SimResult], dict]:
+    """Simulate each (GEMM, dataflow) with the DES and record its activity as a timeline:
+    ``(results, trace)``, the results exactly as :func:`simulate` gives them (GEMM-major) and
+    ``trace`` a Chrome/Perfetto trace-event document with one process per run
+    (``accel_sim.report.timeline``; write it with ``write_timeline``). ``knobs`` maps dataflow
+    name → its knobs; ``stats_for(gemm)`` returns a GEMM's statistics (or None); ``max_events``
+    caps the spans held (default ``timeline.MAX_EVENTS``; beyond it spans are merged)."""
+    from accel_sim.report.timeline import MAX_EVENTS, Recorder, record_plan
+
+    where = "simulate_timeline()"
+    if isinstance(gemms, str | Gemm) or (isinstance(gemms, tuple) and len(gemms) == 3
+                                          and all(isinstance(x, int) for x in gemms)):
+        gemms = [gemms]
+    if isinstance(dataflows, str):
+        dataflows = [dataflows]
+    if knobs is not None and not isinstance(knobs, Mapping):
+        raise UserInputError(where, f"knobs must map dataflow → knobs, got {_clip(knobs)}", "knobs")
+    limit = MAX_EVENTS if max_events is None else max_events
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 16:
+        raise UserInputError(where, f"max_events must be an integer ≥ 16, got {_clip(limit)}")
+    arch = load_arch(arch)
+    gemms = [_as_gemm(g) for g in gemms]
+    flows = list(dataflows)
+    if not gemms or not flows:
+        raise UserInputError(where, "needs at least one GEMM and one dataflow")
+    for flow in flows:
+        _check_call(flow, (knobs or {}).get(flow), None, "des", where)
+    recorder = Recorder(limit)
+    results = []
+    for gemm in gemms:
+        stats = stats_for(gemm) if stats_for else None
+        for flow in flows:
+            out, plan, result = _simulate(arch, gemm, flow, (knobs or {}).get(flow), stats,
+                                          "des", collapse)  # fmt: skip
+            record_plan(recorder, arch, plan, result, f"{flow} · {gemm.label} · {arch.name}",
+                        collapse)  # fmt: skip
+            results.append(out)
+    runs = [{"pid": i + 1, "dataflow": r.dataflow, "gemm": r.gemm, "cycles": r.cycles}
+            for i, r in enumerate(results)]  # fmt: skip
+    return results, recorder.document(arch.clock_hz, {"arch": arch.name, "runs": runs})
 
 
 def _extra(flow, stats, knobs, gemm, plan) -> dict[str, Any]:

@@ -43,6 +43,11 @@ def _cmd_run(args) -> int:
 
     if args.out is not None:
         check_output_path(args.out)
+    if args.timeline is not None:
+        check_output_path(args.timeline, (".json",), "--timeline")
+        if args.engine != "des":
+            raise UserInputError("--timeline", "records the discrete-event simulation; it "
+                                 "cannot be combined with --engine twin")  # fmt: skip
     arch = load_arch(args.arch)
     gemms = [parse_gemm(g) for g in args.gemm or []]
     if args.gemms:
@@ -79,9 +84,9 @@ def _cmd_run(args) -> int:
             else:
                 flows.append(flow)
     if args.explain:
-        if args.json or args.out is not None or trace is not None:
+        if args.json or args.out is not None or trace is not None or args.timeline is not None:
             raise UserInputError("--explain", "prints a text view of --gemm runs; it cannot be "
-                                 "combined with --json, --out or --trace")  # fmt: skip
+                                 "combined with --json, --out, --timeline or --trace")  # fmt: skip
         for gemm in gemms:
             for flow in flows:
                 print(f"== {flow}, {gemm.label} ==")
@@ -89,8 +94,13 @@ def _cmd_run(args) -> int:
                     print(item.text)
         return 0
     if len(gemms) == 1 and len(flows) == 1 and args.out is None and trace is None:
-        result = simulate(arch, gemms[0], flows[0], knobs.get(flows[0]), engine=args.engine)
+        if args.timeline is not None:  # the printed result is the recorded run's
+            result = _write_timeline(args, arch, gemms, flows, knobs, None)[0]
+        else:
+            result = simulate(arch, gemms[0], flows[0], knobs.get(flows[0]), engine=args.engine)
         print(json.dumps(result.to_dict(), indent=2) if args.json else single_report(result))
+        if args.timeline is not None:
+            print(args.timeline_note, file=sys.stderr if args.json else sys.stdout)
         return 0
     df = simulate_many(arch, gemms, flows, knobs, engine=args.engine,
                        stats_for=trace.stats_for if trace else None,
@@ -98,6 +108,10 @@ def _cmd_run(args) -> int:
     df = add_speedup(df)
     if args.out is not None:
         write_table(df, args.out)
+    if args.timeline is not None:
+        _write_timeline(args, arch, gemms, flows, knobs, trace.stats_for if trace else None)
+        if args.json:
+            print(args.timeline_note, file=sys.stderr)
     if args.json:
         from accel_sim.report.text import totals
 
@@ -119,7 +133,24 @@ def _cmd_run(args) -> int:
             print("\n(one row per GEMM and dataflow: add --per-gemm, or --out results/run.csv)")
         if args.out is not None:
             print(f"\nwrote {args.out}")
+        if args.timeline is not None:
+            print(("" if args.out is not None else "\n") + args.timeline_note)
     return 0
+
+
+def _write_timeline(args, arch, gemms, flows, knobs, stats_for) -> list:
+    """Simulate every (GEMM, dataflow) with recording on, write the trace to ``--timeline``
+    (one process per run) and leave the line to print in ``args.timeline_note``."""
+    from accel_sim.api import simulate_timeline
+    from accel_sim.report.timeline import write_timeline
+
+    results, doc = simulate_timeline(arch, gemms, flows, knobs, stats_for=stats_for)
+    write_timeline(doc, args.timeline)
+    merged = " (spans merged to fit; see otherData)" if doc["otherData"]["merged"] else ""
+    args.timeline_note = (f"wrote timeline {args.timeline}: {len(results)} run(s), "
+                          f"{doc['otherData']['spans']:,} spans{merged}; open it in "
+                          "https://ui.perfetto.dev or chrome://tracing")  # fmt: skip
+    return results
 
 
 def _cmd_trace(args) -> int:
@@ -217,6 +248,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", metavar="FILE",
                      help="write one row per GEMM and dataflow to FILE.csv|.parquet|.json "
                           "(e.g. results/run.csv)")  # fmt: skip
+    run.add_argument("--timeline", metavar="FILE.json",
+                     help="write the DES's activity as a Chrome/Perfetto trace (one process per "
+                          "GEMM and dataflow; docs/engine.md, 'Timeline')")  # fmt: skip
     run.set_defaults(func=_cmd_run)
 
     arch = sub.add_parser("arch", help="architecture files")

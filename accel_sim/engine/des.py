@@ -30,6 +30,12 @@ proves that every state fingerprinted during that period comes back to itself af
 *self-maps* are kept and reused wherever the state recurs later (another block or instance) if
 the classes there match, without simulating a period again. This is exact; ``collapse=False``
 checks it.
+
+**Timeline recording** (``recorder=``, off by default): the engine reports each transfer, port and
+buffer wait, compute step, stall and collapsed stretch to a recorder
+(:class:`accel_sim.report.timeline.Recorder`); when it is off every hook is one ``None`` check and
+nothing the simulation depends on changes (the recorder's open spans live outside the state the
+collapse fingerprints).
 """
 
 from __future__ import annotations
@@ -70,6 +76,8 @@ class _Proc:
         self.idx = 0  # next step index this process handles
         self.phase = "start"
         self.t_mark = 0  # absolute time of interest (wait start / data-ready time)
+        self.track = name  # timeline track (recording only)
+        self.rec_open: tuple | None = None  # (start, name, cat, info, sums): an open span
 
     #: phases in which ``t_mark`` still matters to the future (a wait being measured)
     timed_phases: frozenset[str] = frozenset({"latency"})
@@ -83,6 +91,16 @@ class _Proc:
     def shift(self, steps: int, cycles: int) -> None:
         self.idx += steps
         self.t_mark += cycles
+
+    # timeline recording (called only when the engine has a recorder)
+    def rec_begin(self, name: str, cat: str, info: dict, sums: dict | None = None) -> None:
+        self.rec_open = (self.env.now, name, cat, info, sums)
+
+    def rec_end(self) -> None:
+        start, name, cat, info, sums = self.rec_open
+        self.rec_open = None
+        if self.env.now > start:
+            self.engine.rec.span(self.track, name, start, self.env.now, cat, info, sums)
 
 
 class _Mover(_Proc):
@@ -100,6 +118,7 @@ class _Mover(_Proc):
         self.out_store, self.last_index = out_store, last_index
         self.is_output = link.operand == "C"
         self._plans: dict[int, tuple] = {}  # per transfer size: its ports, cycles, release order
+        self.track = f"{link.label(prog.arch)} {link.operand}"
         self.process = self.env.process(self.run())
 
     def _transfer(self, nbytes: int):
@@ -113,6 +132,11 @@ class _Mover(_Proc):
             order = tuple(sorted(range(len(ports)), key=lambda i: ports[i][2]))
             plan = self._plans[nbytes] = (ports, order)
         ports, order = plan
+        rec = self.engine.rec
+        if rec is not None:
+            busy = [r for _, r, _ in ports if r.count or r.queue]
+            waited = self.engine.port_names[id(busy[0])] if busy else "(free)"
+            self.rec_begin(f"wait: port {waited}", "wait", {"step": self.idx})
         held = []
         for phase, resource, _ in ports:
             self.phase = phase
@@ -120,6 +144,10 @@ class _Mover(_Proc):
             held.append(req)
             yield req
         self.phase = "xfer"
+        if rec is not None:
+            self.rec_end()
+            self.rec_begin(f"{self.link.operand} tile", "transfer", {"step": self.idx},
+                           {"bytes": nbytes, "transfers": 1})  # fmt: skip
         elapsed = 0
         for i in order:
             cycles = ports[i][2]
@@ -127,6 +155,8 @@ class _Mover(_Proc):
                 yield self.env.timeout(cycles - elapsed)
                 elapsed = cycles
             ports[i][1].release(held[i])
+        if rec is not None:
+            self.rec_end()
 
     def run(self):
         eng, env = self.engine, self.env
@@ -143,7 +173,13 @@ class _Mover(_Proc):
             step = eng.program.step_at(self.idx)
             if self.down_slots is not None and (self.is_output or step.opens[self.j]):
                 self.phase = "slot"
-                yield self.down_slots.get(1)
+                if eng.rec is not None:
+                    dst = eng.program.arch.memory[self.link.dst].name
+                    self.rec_begin(f"wait: free {dst} buffer", "wait", {"step": self.idx})
+                    yield self.down_slots.get(1)
+                    self.rec_end()
+                else:
+                    yield self.down_slots.get(1)
             nbytes = step.link_bytes[self.j]
             ready = 0
             if nbytes:
@@ -165,6 +201,7 @@ class _Mover(_Proc):
 class _Compute(_Proc):
     def __init__(self, engine, inputs, input_slots, acc_slots, out_store):
         super().__init__(engine, "compute")
+        self.track = "matrix unit"
         self.inputs, self.input_slots = inputs, input_slots
         self.acc_slots, self.out_store = acc_slots, out_store
         self.cause = ""
@@ -175,6 +212,7 @@ class _Compute(_Proc):
 
     def run(self):
         eng, env, prog = self.engine, self.env, self.engine.program
+        rec = eng.rec
         while self.idx < prog.n_steps:
             step = prog.step_at(self.idx)
             self.t_mark = env.now
@@ -188,13 +226,20 @@ class _Compute(_Proc):
                 self.phase = "latency"
                 yield env.timeout(ready - env.now)
             eng.stalls[self.cause] = eng.stalls.get(self.cause, 0) + env.now - self.t_mark
+            if rec is not None and env.now > self.t_mark:
+                rec.unit_stall(self.t_mark, env.now, self.cause)
             if step.opens_accumulator:
                 self.t_mark, self.phase = env.now, "accumulator"
                 yield self.acc_slots.get(1)
                 key = eng.store_cause
                 eng.stalls[key] = eng.stalls.get(key, 0) + env.now - self.t_mark
+                if rec is not None and env.now > self.t_mark:
+                    rec.unit_stall(self.t_mark, env.now, key)
             self.phase = "busy"
             yield env.timeout(step.compute_cycles)
+            if rec is not None:
+                rec.unit_busy(env.now - step.compute_cycles, env.now, self.idx,
+                              step.closes_accumulator)  # fmt: skip
             for slots, closes in zip(self.input_slots, step.closes_l0):
                 if closes:
                     slots.put(1)
@@ -212,6 +257,7 @@ class _Epilogue(_Proc):
 
     def __init__(self, engine, upstream, out_store, ops_per_output, last_index):
         super().__init__(engine, "epilogue")
+        self.track = "vector unit"
         self.upstream, self.out_store = upstream, out_store
         self.lanes = engine.program.arch.vector.bytes_per_cycle // 2
         self.ops, self.last_index = ops_per_output, last_index
@@ -224,7 +270,13 @@ class _Epilogue(_Proc):
             self.idx, self.t_mark = yield self.upstream.get()
             step = prog.step_at(self.idx)
             self.phase = "busy"
+            rec = self.engine.rec
+            if rec is not None:
+                self.rec_begin("epilogue", "vector", {"step": self.idx},
+                               {"outputs": step.outputs, "tiles": 1})  # fmt: skip
             yield env.timeout(math.ceil(step.outputs * self.ops / self.lanes))
+            if rec is not None:
+                self.rec_end()
             self.phase = "put"
             yield self.out_store.put((self.idx, env.now))
             done = self.idx >= self.last_index
@@ -234,8 +286,8 @@ class _Epilogue(_Proc):
 
 
 class _Engine:
-    def __init__(self, program: Program, collapse: bool) -> None:
-        self.program, self.collapse = program, collapse
+    def __init__(self, program: Program, collapse: bool, recorder=None) -> None:
+        self.program, self.collapse, self.rec = program, collapse, recorder
         self.env = simpy.Environment()
         self.stalls: dict[str, int] = {}
         self.procs: list[_Proc] = []
@@ -269,6 +321,8 @@ class _Engine:
         prog, last = self.program, self.program.n_steps - 1
         for port in prog.memory.all_ports:
             self.ports[port] = simpy.Resource(self.env, capacity=1)
+        self.port_names = {id(r): f"{prog.arch.memory[level].name}:{kind}"
+                           for (level, kind), r in self.ports.items()}  # fmt: skip
         inputs, input_slots, self.chains = [], [], {}
         for operand in "AB":
             links = [j for j, ln in enumerate(prog.links) if ln.operand == operand]
@@ -299,6 +353,8 @@ class _Engine:
             self.procs.append(_Mover(self, j, upstream, up_slots, down_slots, out, last))
             upstream, up_slots = out, down_slots
         self.proc_names = {id(p.process): p.name for p in self.procs}
+        if self.rec is not None:
+            self.rec.declare([p.track for p in self.procs])
 
     # ----------------------------------------------------------- attribution
     def load_cause(self, i: int) -> str:
@@ -445,6 +501,8 @@ class _Engine:
         if j0 is not None:
             self._learn(j, j0, period, dt, delta)
         steps, cycles = repeats * period, repeats * dt
+        if self.rec is not None:
+            self._record_jump(now, repeats, period, dt, delta)
         simpy_adapter.advance(self.env, cycles)
         for proc in self.procs:
             proc.shift(steps, cycles)
@@ -460,11 +518,27 @@ class _Engine:
             self.stalls[key] = self.stalls.get(key, 0) + repeats * value
         self.collapsed += steps
 
+    def _record_jump(self, now: int, repeats: int, period: int, dt: int, delta: dict) -> None:
+        """Tell the recorder about a jump of ``repeats`` periods from ``now``: one collapsed span,
+        and every span open at ``now`` cut there and reopened where the jump lands."""
+        cycles = repeats * dt
+        stalls = {k: repeats * v for k, v in delta.items() if v}
+        self.rec.collapsed(now, now + cycles, repeats, period, dt, stalls)
+        for proc in self.procs:
+            if proc.rec_open is not None:
+                start, name, cat, info, sums = proc.rec_open
+                info = dict(info, cut="by the collapsed steady state")
+                if now > start:
+                    self.rec.span(proc.track, name, start, now, cat, info, None)
+                proc.rec_open = (now + cycles, name, cat, info, sums)
+
     def run(self) -> MatmulTiming:
         self.env.run()
         total = int(self.env.now)
         if total > self.end_of_compute:
             self.stalls["drain"] = self.stalls.get("drain", 0) + total - self.end_of_compute
+            if self.rec is not None:
+                self.rec.unit_stall(self.end_of_compute, total, "drain")
         stalls = {k: int(v) for k, v in sorted(self.stalls.items()) if v}
         return MatmulTiming(
             cycles=total,
@@ -475,6 +549,10 @@ class _Engine:
         )
 
 
-def simulate_program(program: Program, collapse: bool = True) -> MatmulTiming:
-    """Run ``program`` through the DES and return its cycles and stall attribution."""
-    return _Engine(program, collapse).run()
+def simulate_program(program: Program, collapse: bool = True, recorder=None) -> MatmulTiming:
+    """Run ``program`` through the DES and return its cycles and stall attribution.
+
+    ``recorder``: an object receiving the run's activity for a timeline
+    (:class:`accel_sim.report.timeline.Recorder`); ``None`` (the default) records nothing and
+    costs one ``None`` check per hook. The result is the same either way."""
+    return _Engine(program, collapse, recorder).run()
