@@ -2,28 +2,64 @@
 
 X and W are quantized to INT16 (per tensor) and each split, in sign-magnitude, into a 4-bit high
 slice (sign + 3 magnitude bits) and a 12-bit low part (three 4-bit slices): a 16×16-bit product
-is 16 slice products on a 4-bit MAC array (rate ``int4``). Per *computation set* — one output
-element over one K-chunk of ``chunk`` elements — the hi×hi partial sum is computed first; the
-**early-bird comparator** (a unit in the architecture file, with its own latency and energy)
-compares it with τ; at or below τ the other 15 slice products of the set are skipped and the
-``preset`` is written. Products with a zero high slice are skipped too (zero-slice skipping).
-The paper tunes τ and the preset offline per layer and leaves the set size and sign encoding
-open; our defaults are chunk = 32, sign-magnitude, preset 0 and **τ = −1 (early bird off)**:
-with per-tensor INT16 scales set by outliers most high slices are zero, so even τ = 0 skips most
-sets of real traces and loses most of the output (see the trace's errors). Sweep τ to see the
-trade-off.
+is 16 slice products. Per *computation set* — one output element over one K-chunk of ``chunk``
+elements — the hi×hi partial sum is computed first; the **early-bird comparator** compares it
+with τ; at or below τ the other 15 slice products of the set are skipped and the ``preset`` is
+written. The paper tunes τ and the preset offline per layer and leaves the set size and sign
+encoding open; our defaults are chunk = 32, sign-magnitude, preset 0 and **τ = −1 (early bird
+off)**: with per-tensor INT16 scales set by outliers most high slices are zero, so even τ = 0
+skips most sets of real traces and loses most of the output (see the trace's errors). Sweep τ to
+see the trade-off.
 
-Costs on the engine: INT16 quantize of X (absmax + quantize on the vector unit); the hi×hi matmul
-(M×K×N int4 MACs, 4-bit operands); ``M·N·ceil(K/chunk)`` comparisons; the remaining slice
-products as one int4 matmul of inner size ``K_rest = ceil(K · (1 − s) · r)`` with
-``r = 9 + 3(1 − z_x) + 3(1 − z_w)`` slice products per MAC (z = zero fraction of high slices)
-and operand widths scaled so its traffic is the 12-bit low parts of the sets not skipped.
+Two lowerings, chosen by the architecture's compute unit (through its public interface: a unit
+with ``early_bird_issue`` has inline comparators, i.e. the ``bitslice`` unit), and the knob
+``granularity`` (``auto``: ``set`` on a unit with inline comparators, ``tile`` elsewhere):
 
-Granularity, honestly: a systolic array or cube cannot drop a single output's work in the
-middle of a tile; it saves cycles only when every set of an output tile × chunk is skipped. So
-``s`` is the fraction of *tiles* fully skipped (the trace stores it for square tiles of 16, 32,
-64 and 128 outputs; the array's tile is rounded to the nearest stored size), while the numerical
-error and the reported set skip fraction use every skipped set.
+**On the bit-slice unit** (``arch/units/bitslice.py``, OPS's own array): one interleaved pass.
+Weights (all their slices) are stationary; per streamed row of X each PE group issues the hi×hi
+item first, the inline comparator at the column's foot decides, and the 15 other slice-pair items
+follow only for kept sets (the hi×hi items of later rows run ahead so that the decision latency of
+R + 1 cycles is hidden: "interleaved computation"). A row costs ``1 + 15·(1 − s)`` cycles instead
+of 16 (or the comparators' time if ``compute.comparators`` is too small to keep up: the stall is
+reported in the plan's knobs). No 32-bit partial sums leave the array and W is loaded once per
+fold. ``s`` depends on the granularity, i.e. on the hardware assumed:
+
+* ``set`` (default here): every PE group (a column, or R/chunk groups of it) advances on its own —
+  a small queue per column holds the low slices of X for the rows it keeps, and the partial-sum
+  buffer takes the preset for skipped sets — so cycles follow the trace's set skip fraction
+  ``s = ops_skip[chunk:τ].sets``. The traces store its mean, not its spread over columns, so the
+  columns are taken as perfectly balanced: an upper bound of the saving; the queues' area and
+  energy are not modelled.
+* ``tile``: a plain lockstep array (X's slices broadcast along the rows to every column) can drop
+  a row's remaining items only when all C columns skip. The trace stores fully skipped square
+  tiles; ``s`` is the fraction of ``C×C`` output tiles × chunk fully skipped (C = 128 on
+  ``ops_bitslice``), a lower bound of the lockstep 1×C row granularity, whose statistics the
+  traces do not have.
+
+The engine's ``MatmulOp`` has no per-row issue count, so the pass is written as an INT16 matmul
+(16 slice products per row on this unit) whose M is shrunk to ``M' = ceil(M · f / 16)`` with ``f``
+the row cost above; ``a_bits``, ``c_bits``, the accumulator width and the epilogue are scaled by
+``M / M'`` so every byte count and buffer footprint equals the real pass's (X and W read at 16
+bits, a 16-bit output). The fold structure (K/R × N/C folds, each loading its W slices once) is
+the real one; the stream of each fold is ``16·m' ≈ f·m`` cycles. MAC energy is that of ``f·M·K·N``
+slice products and their reductions. Not priced: the comparisons (≤ 1 compare per 32 slice MACs,
+≤ 3 % of the pass's compute energy; the engine prices comparisons only as a separate
+``ComparatorOp``, which would also add a sequential pass). Zero-slice skipping is not applied
+here: an item is a column sum over R elements, zero only if all R high slices are, a chunk-level
+statistic the traces lack (for τ ≥ 0 such an item's hi×hi sum is 0 ≤ τ, so the early bird
+already skips it).
+
+**On the systolic and cube units** (``tile`` only; ``set`` is an error: they have no per-set skip
+hardware) the plan is a sequence of passes: INT16 quantize of X (absmax + quantize on the vector
+unit); the hi×hi matmul (M×K×N int4 MACs, 4-bit operands); ``M·N·ceil(K/chunk)`` comparisons on
+the architecture's separate ``early_bird`` unit; the remaining slice products as one int4 matmul of
+inner size ``K_rest = ceil(K · (1 − s) · r)`` with ``r = 9 + 3(1 − z_x) + 3(1 − z_w)`` slice
+products per MAC (z = zero fraction of high slices) and operand widths scaled so its traffic is
+the 12-bit low parts of the sets not skipped. Such an array cannot drop a single output's work in
+the middle of a tile; ``s`` is the fraction of output tiles × chunk fully skipped (the trace
+stores square tiles of 16, 32, 64 and 128 outputs; the array's tile is rounded to the nearest
+stored size). On every unit the numerical error and the reported set skip fraction use every
+skipped set.
 """
 
 from __future__ import annotations
@@ -35,7 +71,14 @@ from accel_sim.dataflow.common import absmax_pass, quantize_pass
 from accel_sim.dataflow.plan import ComparatorOp, MatmulOp, Plan
 from accel_sim.errors import UserInputError
 
-KNOBS = {"chunk": 32, "tau": -1.0, "preset": "zero", "sign": "sign_magnitude"}
+KNOBS = {
+    "chunk": 32,
+    "tau": -1.0,
+    "preset": "zero",
+    "sign": "sign_magnitude",
+    "granularity": "auto",
+}
+GRANULARITIES = ("auto", "set", "tile")
 TILE_SIZES = (16, 32, 64, 128)
 
 
@@ -65,6 +108,28 @@ def _error_key(knobs, gemm) -> str:
     return f"ops:chunk={knobs['chunk']},tau={knobs['tau']:g},preset={knobs['preset']}"
 
 
+def inline_early_bird(arch) -> bool:
+    """The unit compares hi×hi sums inline and can skip per set (the ``bitslice`` unit)."""
+    return callable(getattr(arch.compute, "early_bird_issue", None))
+
+
+def granularity(arch, knobs) -> str:
+    """The skip granularity: the knob, ``auto`` resolved by the unit; ``set`` needs a unit
+    with inline comparators and per-set skip hardware."""
+    g = knobs["granularity"]
+    if g not in GRANULARITIES:
+        raise UserInputError("knobs", f"granularity must be one of {GRANULARITIES}", "granularity")
+    inline = inline_early_bird(arch)
+    if g == "auto":
+        return "set" if inline else "tile"
+    if g == "set" and not inline:
+        raise UserInputError("knobs", f"granularity 'set' needs per-set skip hardware (the "
+                             f"bitslice unit's inline comparators); the {arch.compute.kind} "
+                             "unit drops work only per output tile: use 'tile'",
+                             "granularity")  # fmt: skip
+    return g
+
+
 @register("ops", KNOBS, "INT16 as 4-bit slices, zero-slice skipping, early-bird comparator",
           needs_stats=True, error_key=_error_key)  # fmt: skip
 def build(gemm, arch, stats, knobs) -> Plan:
@@ -75,8 +140,11 @@ def build(gemm, arch, stats, knobs) -> Plan:
         raise UserInputError("knobs", "preset must be 'zero' or 'hi_only'", "preset")
     if not isinstance(knobs["chunk"], int) or knobs["chunk"] <= 0:
         raise UserInputError("knobs", "chunk must be a positive integer", "chunk")
+    gran = granularity(arch, knobs)
     tile = array_tile(arch)
     sets, tiles, source = skip_fractions(stats, knobs, tile)
+    if inline_early_bird(arch):
+        return _interleaved(gemm, arch, knobs, gran, sets, tiles, tile, source)
     zx = float((stats or {}).get("int16_hi_zero_fraction", 0.0))
     zw = float((stats or {}).get("int16_hi_zero_fraction_w", 0.0))
     slices = 9 + 3 * (1 - zx) + 3 * (1 - zw)
@@ -94,8 +162,46 @@ def build(gemm, arch, stats, knobs) -> Plan:
                             epilogue_ops_per_output=2.0, count=gemm.count))  # fmt: skip
     notes = (f"skip: {sets:.1%} of computation sets, {tiles:.1%} of {tile}×{tile} output tiles "
              f"({source}); zero high slices: X {zx:.1%}, W {zw:.1%}",)  # fmt: skip
-    extra = {"ops_set_skip_fraction": sets, "ops_tile_skip_fraction": tiles, "ops_tile": tile}
+    extra = {"ops_set_skip_fraction": sets, "ops_tile_skip_fraction": tiles, "ops_tile": tile,
+             "ops_granularity": gran}  # fmt: skip
     return Plan("ops", gemm, tuple(ops), notes, {**knobs, **extra})
+
+
+def _interleaved(gemm, arch, knobs, gran, sets, tiles, tile, source) -> Plan:
+    """One interleaved pass on a bit-slice unit (module docstring)."""
+    unit = arch.compute
+    if getattr(unit, "slice_bits", None) != 4:
+        raise UserInputError(arch.origin, "OPS splits INT16 into 4-bit slices: the bit-slice "
+                             "unit needs slice_bits 4", "compute.slice_bits")  # fmt: skip
+    per_mac = unit.products_per_mac(unit.rate("int16", arch.origin, "ops"))  # 16
+    skip = sets if gran == "set" else tiles
+    int16_row = per_mac / unit.products_per_cycle  # cycles of a streamed INT16 row
+    if knobs["tau"] >= 0:
+        row, stall = unit.early_bird_issue(knobs["chunk"], skip, per_mac - 1)
+    else:  # τ < 0: the early bird is off, every row is all 16 items, no comparisons
+        row, stall, skip = int16_row, 0.0, 0.0
+    m_eff = max(1, math.ceil(gemm.M * row / int16_row - 1e-9))
+    scale = gemm.M / m_eff
+    ops = (absmax_pass(gemm), quantize_pass(gemm, 16),
+           MatmulOp("early_bird_interleaved", m_eff, gemm.K, gemm.N, "int16", 16 * scale,
+                    16, 16 * scale, math.ceil(32 * scale - 1e-9),
+                    epilogue_ops_per_output=1.0 * scale, count=gemm.count))  # fmt: skip
+    notes = (f"skip ({gran} granularity): {skip:.1%} of the remaining slice products; "
+             f"{sets:.1%} of computation sets, {tiles:.1%} of {tile}×{tile} output tiles "
+             f"({source}); a streamed row costs {row:.3g} of {int16_row:g} cycles"
+             + (f", of which {stall:.3g} comparator stall" if stall else ""),
+             f"one interleaved INT16 pass written as M' = {m_eff} rows for M = {gemm.M} "
+             "(operand, output and accumulator widths scaled by M/M'); comparisons inline, "
+             "not priced")  # fmt: skip
+    extra = {
+        "ops_set_skip_fraction": sets,
+        "ops_tile_skip_fraction": tiles,
+        "ops_tile": tile,
+        "ops_granularity": gran,
+        "ops_row_cycles": row,
+        "ops_comparator_stall": stall,
+    }
+    return Plan("ops", gemm, ops, notes, {**knobs, **extra})
 
 
 @register("int16", {}, "INT16 activations and weights at the 16-bit rate (OPS's baseline)")
