@@ -29,6 +29,11 @@ from accel_sim.arch.schema import Arch, MemoryLevel
 PortKey = tuple[int, str]
 
 
+#: Per memory configuration (the timing fields of every level and the DRAM efficiency): the
+#: port rates and the hop table of :class:`MemorySystem` (read-only once built).
+_TABLES: dict[tuple, tuple[dict, dict]] = {}
+
+
 class MemorySystem:
     """Timing of the levels of ``arch.memory`` (indices are positions in that list)."""
 
@@ -36,10 +41,20 @@ class MemorySystem:
         self.arch = arch
         self.levels: tuple[MemoryLevel, ...] = tuple(arch.memory)
         self.index = {level.name: i for i, level in enumerate(self.levels)}
-        n = len(self.levels)
-        # rates and port sets are looked up millions of times by the mapper: computed once
-        self._rates = {(i, k): self._compute_rate(i, k) for i in range(n) for k in "rw"}
-        self._hops = {(s, d): self._compute_hop(s, d) for s in range(n) for d in range(n) if s != d}
+        # rates and port sets are looked up millions of times by the mapper and the twin:
+        # computed once per memory configuration (every Program builds a MemorySystem)
+        key = (arch.efficiency.get("dram", 1.0),
+               tuple((lv.read_bytes_per_cycle, lv.write_bytes_per_cycle, lv.shared_port,
+                      lv.latency_cycles, lv.max_inflight_bytes) for lv in self.levels))  # fmt: skip
+        tables = _TABLES.get(key)
+        if tables is None:
+            n = len(self.levels)
+            rates = {(i, k): self._compute_rate(i, k) for i in range(n) for k in "rw"}
+            hops = {(s, d): self._compute_hop(s, d) for s in range(n) for d in range(n) if s != d}
+            if len(_TABLES) >= 256:
+                _TABLES.clear()
+            tables = _TABLES[key] = (rates, hops)
+        self._rates, self._hops = tables
 
     # ----------------------------------------------------------------- ports
     def port(self, level: int, kind: str) -> PortKey:
@@ -83,16 +98,19 @@ class MemorySystem:
 
     def port_cycles(self, src: int, dst: int, nbytes: int) -> tuple[tuple[PortKey, int], ...]:
         """Cycles a hop of ``nbytes`` occupies each of its ports, in acquisition order."""
-        ports, rates, _ = self._hops[(src, dst)]
+        ports, rates, bandwidth = self._hops[(src, dst)]
         if nbytes <= 0:
             return tuple((port, 0) for port in ports)
+        if len(rates) == 2:
+            (p0, r0), (p1, r1) = rates
+            return ((p0, math.ceil(nbytes / r0)), (p1, math.ceil(nbytes / r1)))
         if len(rates) == 1:  # src == dst cannot happen; a shared port used both ways would
-            return ((ports[0], self.transfer_cycles(src, dst, nbytes)),)
+            return ((ports[0], math.ceil(nbytes / bandwidth)),)
         return tuple((port, math.ceil(nbytes / rate)) for port, rate in rates)
 
     def transfer_cycles(self, src: int, dst: int, nbytes: int) -> int:
         """Cycles a hop of ``nbytes`` holds its ports (0 bytes take no time)."""
-        return math.ceil(nbytes / self.hop_bandwidth(src, dst)) if nbytes > 0 else 0
+        return math.ceil(nbytes / self._hops[(src, dst)][2]) if nbytes > 0 else 0
 
     def latency(self, src: int) -> int:
         """Cycles from the end of a transfer out of ``src`` until the data is usable."""
