@@ -234,26 +234,28 @@ def _positions(space: _Space, tile: StepTile, loops: tuple[Loop, ...], x: str) -
 
 def _options(space: _Space, costs: _TileCosts, positions: list, x: str, level: int,
              floor: int) -> list:  # fmt: skip
-    """A level's choices for operand ``x`` as (position, buffers, bytes, parent link time):
-    every position from ``floor`` inward and buffer count. A single-step window's slots bound
-    the link by Little's law; every count from 2 up is a choice (fewer leave room for the other
-    operand). A longer window may also be single-buffered: it fits where two would not, at the
-    price of a bubble (the first tile's way in) every time a window opens."""
+    """A level's choices for operand ``x`` as (position, buffers, bytes, parent link time, its
+    entry of :func:`_positions`): every position from ``floor`` inward and buffer count. A
+    single-step window's slots bound the link by Little's law; every count from 2 up is a
+    choice (fewer leave room for the other operand). A longer window may also be
+    single-buffered: it fits where two would not, at the price of a bubble (the first tile's way
+    in) every time a window opens."""
     bandwidth = space.bandwidth[(x, level)]
     buffers = space.arch.memory[level].buffers
-    held = costs.tile_time[(x, level)] * costs.steps
+    tile_time = costs.tile_time[(x, level)]
+    held = tile_time * costs.steps
     opts = []
-    for p, one, cross, single, windows in positions:
+    for pos in positions:
+        p, one, cross, single, windows = pos
         if p < floor:
             break
         time = cross / bandwidth
         if single:
-            opts += [(p, b, b * one, max(time, math.ceil(held / b)))
+            opts += [(p, b, b * one, max(time, math.ceil(held / b)), pos)
                      for b in range(min(2, buffers), buffers + 1)]  # fmt: skip
         else:
-            bubble = windows * costs.tile_time[(x, level)]
-            opts += [(p, b, b * one, time + (bubble if b == 1 else 0))
-                     for b in range(1, buffers + 1)]  # fmt: skip
+            opts.append((p, 1, one, time + windows * tile_time, pos))
+            opts += [(p, b, b * one, time, pos) for b in range(2, buffers + 1)]
     return opts
 
 
@@ -290,8 +292,8 @@ def _evaluate(space: _Space, costs: _TileCosts, loops: tuple[Loop, ...]):
     """The mapper's choice of keep positions for ``loops`` (per level, outermost first: the
     options of :func:`_options` minimising the parent links' time within the level's budget,
     never keeping more than the parent) and its rank by the fast closed-form bound, as
-    ``((cycles × (1 + steps / STEP_WEIGHT), DRAM bytes), keep)``; None if a level cannot hold
-    any choice.
+    ``((cycles × (1 + steps / STEP_WEIGHT), DRAM bytes), choices)`` (choices: per (operand,
+    level) the option of :func:`_options`); None if a level cannot hold any choice.
 
     The bound: the slowest of the unit (every step at its exact time), every port (bytes
     crossing each link) and every single-step window's slots, plus the first tiles' path to the
@@ -308,14 +310,11 @@ def _evaluate(space: _Space, costs: _TileCosts, loops: tuple[Loop, ...]):
             chosen[(x, level)] = c
             floor[x] = c[0]
     steps, mem = costs.steps, space.memory
-    cross = {(x, p): (nbytes, single, windows)
-             for x in "AB" for p, _, nbytes, single, windows in positions[x]}  # fmt: skip
     busy = dict(space.c_busy)
     slots, bubbles, dram = 0.0, 0, space.c_dram
     for x in "AB":
         for src, dst in space.hops[x]:
-            p, b = chosen[(x, dst)][:2]
-            nbytes, single, windows = cross[(x, p)]
+            _, b, _, _, (_, _, nbytes, single, windows) = chosen[(x, dst)]
             if single:
                 slots = max(slots, costs.tile_time[(x, dst)] * steps / b)
             elif b == 1:
@@ -325,8 +324,12 @@ def _evaluate(space: _Space, costs: _TileCosts, loops: tuple[Loop, ...]):
             for port, cycles in mem.port_cycles(src, dst, nbytes):
                 busy[port] = busy.get(port, 0) + cycles
     cycles = costs.fill + max([costs.compute, slots, *busy.values()]) + bubbles
-    keep = tuple(sorted((k, c[0], c[1]) for k, c in chosen.items()))
-    return (cycles * (1 + steps / STEP_WEIGHT), dram), keep
+    return (cycles * (1 + steps / STEP_WEIGHT), dram), chosen
+
+
+def _keep(chosen: dict) -> tuple:
+    """``Mapping.keep`` of the choices of :func:`_evaluate`."""
+    return tuple(sorted((k, c[0], c[1]) for k, c in chosen.items()))
 
 
 def estimate(arch: Arch, op: MatmulOp, mapping: Mapping) -> Estimate:
@@ -391,7 +394,7 @@ def candidates(arch: Arch, op: MatmulOp):
         for loops in _nests(space, costs):
             scored = _evaluate(space, costs, loops)
             if scored is not None:
-                yield scored[0], Mapping(tile, loops, scored[1])
+                yield scored[0], Mapping(tile, loops, _keep(scored[1]))
 
 
 _CACHE: dict[tuple[str, MatmulOp], Mapping] = {}
@@ -421,7 +424,7 @@ def _shortlist(space: _Space) -> list[tuple]:
     costs = [_tile_costs(space, tile) for tile in _tiles(space)]
     # every operand crosses from DRAM at least once: no candidate moves fewer DRAM bytes
     least_dram = space.total["A"] + space.total["B"] + space.c_dram
-    best: dict[int, tuple] = {}  # tile index -> (rank, key, loops, keep) of its best candidate
+    best: dict[int, tuple] = {}  # tile index -> (rank, key, loops, choices) of its best one
     for t in sorted(range(len(costs)), key=lambda t: (costs[t].bound, t)):
         if len(best) >= RESCORE:
             cutoff = sorted(e[0][0] for e in best.values())[RESCORE - 1]
@@ -436,8 +439,8 @@ def _shortlist(space: _Space) -> list[tuple]:
                     if entry[0] == (costs[t].bound, least_dram):
                         break  # no later candidate of this tile can rank lower
     ranked = sorted(best.values(), key=lambda e: e[:2])[:RESCORE]
-    return [(rank, key, Mapping(costs[key[0]].tile, loops, keep))
-            for rank, key, loops, keep in ranked]  # fmt: skip
+    return [(rank, key, Mapping(costs[key[0]].tile, loops, _keep(chosen)))
+            for rank, key, loops, chosen in ranked]  # fmt: skip
 
 
 def _best(arch: Arch, op: MatmulOp) -> Mapping:
@@ -458,9 +461,10 @@ def _best(arch: Arch, op: MatmulOp) -> Mapping:
     # fast bound ranks tiles less reliably than it ranks loop orders for one tile
     best = None
     for _, i, mapping in shortlist:
-        est = estimate(arch, op, mapping)
+        prog = Program(arch, op, mapping)  # as estimate(), without its per-port breakdown
+        dram = sum(b for ln, b in zip(prog.links, prog.link_bytes) if 0 in (ln.src, ln.dst))
         steps = math.prod(lp.count for lp in mapping.loops)
-        key = (est.cycles * (1 + steps / STEP_WEIGHT), est.dram_bytes, steps, i)
+        key = (twin_cycles(prog) * (1 + steps / STEP_WEIGHT), dram, steps, i)
         if best is None or key < best[0]:
             best = (key, mapping)
     return best[1]
