@@ -44,7 +44,9 @@ def _cmd_run(args) -> int:
     if args.out is not None:
         check_output_path(args.out)
     if args.timeline is not None:
-        check_output_path(args.timeline, (".json",), "--timeline")
+        timeline = check_output_path(args.timeline, (".json",), "--timeline")
+        if args.out is not None and Path(args.out).expanduser().resolve() == timeline.resolve():
+            raise UserInputError("--timeline", "names the same file as --out; give it its own")
         if args.engine != "des":
             raise UserInputError("--timeline", "records the discrete-event simulation; it "
                                  "cannot be combined with --engine twin")  # fmt: skip

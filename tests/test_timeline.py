@@ -243,6 +243,7 @@ def _unit_cycles(doc):
     (["--timeline", "t.csv"], "must end in one of ('.json',)"),
     (["--timeline", "t.json", "--engine", "twin"], "cannot be combined with --engine twin"),
     (["--timeline", "t.json", "--explain"], "--timeline"),
+    (["--timeline", "t.json", "--out", "./t.json"], "names the same file as --out"),
 ])  # fmt: skip
 def test_cli_refuses_before_work(extra, message, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
