@@ -36,8 +36,12 @@ def test_yaml_efficiency_is_what_calibration_derives(fig6):
     assert fig6.extra["calibration"] == calib
     factors = calib.factors(3)
     assert dict(load_arch("rtx3090_like").efficiency) == factors
-    assert set(factors) == {"matmul", "dram", "vector"} and factors["vector"] == 1.0
+    assert set(factors) == {"matmul", "matmul_int8", "matmul_int4", "dram", "vector",
+                            "launch_us"} and factors["vector"] == 1.0  # fmt: skip
     assert 0 < factors["matmul"] < 1 and 0 < factors["dram"] < 1
+    # integer factors: the FP16 factor's kernel-overhead fraction of their own (full-rate) peak
+    assert factors["matmul_int4"] == factors["matmul_int8"] == round(2 * factors["matmul"], 3)
+    assert factors["launch_us"] == 5.0  # cited in the YAML, not fitted
     assert factors == {k: round(v, 3) for k, v in factors.items()}
     # the search's last DES runs hit both targets within the solver's tolerance (unrounded)
     from accel_sim.tables.prefixquant_fig6 import TOLERANCE
@@ -97,6 +101,76 @@ def test_w4a4_is_faster_and_decode_rate_comes_from_cycles(fig6):
     assert pre["ms"] == pytest.approx(pre["ours"], rel=1e-3)
     detail = fig6.extra["detail"]
     assert set(detail["group"]) == {"linear", "attention", "vector"}
+
+
+def test_w4a4_plan_has_its_online_work_behind_knobs():
+    from accel_sim.api import simulate
+    from accel_sim.workload.gemm import Gemm
+
+    def ops(kind, k=4096, knobs=None, arch="rtx3090_like"):
+        res = simulate(arch, Gemm(16, k, 4096, kind=kind), "w4a4_static", knobs)
+        return [op["name"] for op in res.ops]
+
+    assert ops("attn_in") == ["quantize", "matmul"]
+    assert ops("down_in", 11008) == ["hadamard_r4", "hadamard_r4_dense", "quantize", "matmul"]
+    assert ops("down_in", 4096) == ["hadamard_r4", "quantize", "matmul"]  # power of two: FWHT
+    assert ops("lm_head_in") == ["matmul"]  # kept in FP16
+    off = {"quantize": False, "hadamard": False, "quantize_lm_head": True}
+    for kind in ("attn_in", "down_in", "lm_head_in"):
+        assert ops(kind, knobs=off) == ["matmul"]
+    assert ops("attn_in", knobs={"r3_head_dim": 128}) == ["quantize", "matmul", "hadamard_r3"]
+    # without an FP16 rate the dense Hadamard factor runs on the vector unit, the LM head in INT4
+    assert ops("down_in", 11008, arch="edge_npu_int8") == ["hadamard_r4", "quantize", "matmul"]
+    assert ops("lm_head_in", arch="edge_npu_int8") == ["quantize", "matmul"]
+
+
+def test_hadamard_cost_follows_quarot_decomposition():
+    from accel_sim.dataflow.common import hadamard_factors
+
+    assert hadamard_factors(4096) == (4096, 1)
+    assert hadamard_factors(11008) == (64, 172)  # Llama-2-7B down_proj: H_172 ⊗ H_64
+    assert hadamard_factors(14336) == (512, 28)
+    assert hadamard_factors(6) == (1, 6)  # no Hadamard of order 6: dense
+
+
+def test_model_run_charges_one_launch_per_kernel():
+    from accel_sim.engine.run import launch_cycles
+    from accel_sim.workload.models import load_model
+
+    arch = load_arch("rtx3090_like")
+    per = launch_cycles(arch)
+    assert per == 8475  # 5 µs at 1.695 GHz
+    res = simulate_model(arch, "llama-2-7b", "decode", 2, kv_len=8,
+                         dataflows=("fp16", "w4a4_static"), stats_from=None)  # fmt: skip
+    t, heads = res.table, load_model("llama-2-7b").heads
+    for r in t.itertuples():
+        kernels = {"linear": r.count, "attention": r.count // heads, "vector": r.count}[r.group]
+        if r.dataflow == "w4a4_static" and r.group == "linear" and r.kind != "lm_head_in":
+            kernels *= 4 if r.kind == "down_in" else 2  # + quantize (+ R4: FWHT and dense)
+        assert r.launch_cycles == kernels * per, r
+    totals = res.totals.set_index("dataflow")
+    assert (totals["launch_cycles"] == t.groupby("dataflow")["launch_cycles"].sum()).all()
+    assert any("per GPU kernel launch" in n for n in res.notes)
+    # an architecture without launch_us charges nothing
+    npu = simulate_model("ascend_like_cube", "gpt2-small", "decode", 1, kv_len=4,
+                         dataflows=("fp16",), stats_from=None)  # fmt: skip
+    assert (npu.table["launch_cycles"] == 0).all()
+
+
+@pytest.mark.parametrize("efficiency, needle", [
+    ({"matmul_int4": 1.5}, "efficiency.matmul_int4"),
+    ({"launch_us": -1.0}, "efficiency.launch_us"),
+    ({"launch_us": 5000.0}, "efficiency.launch_us"),
+    ({"matmul_fp12": 0.5}, "unknown key 'matmul_fp12'"),
+])  # fmt: skip
+def test_efficiency_keys_are_validated(efficiency, needle):
+    from accel_sim.arch.load import arch_from_dict
+    from accel_sim.errors import UserInputError
+
+    data = load_arch("rtx3090_like").model_dump()
+    data["efficiency"] = efficiency
+    with pytest.raises(UserInputError, match=needle):
+        arch_from_dict(data, "test")
 
 
 def test_ops_fig3_normalization_skip_and_error(fig3):

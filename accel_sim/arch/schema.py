@@ -13,6 +13,7 @@ from pydantic import (
     PrivateAttr,
     StrictBool,
     StrictInt,
+    field_validator,
     model_validator,
 )
 
@@ -166,6 +167,11 @@ class EnergyEntry(Strict):
         return self
 
 
+#: Keys of ``Arch.efficiency`` that are factors in [MIN_EFFICIENCY, 1] (``launch_us`` is not).
+EFFICIENCY_FACTORS = ("matmul", *(f"matmul_{p}" for p in PRECISIONS), "dram", "vector")
+#: Largest fixed cost per GPU kernel (``efficiency.launch_us``), microseconds.
+MAX_LAUNCH_US = 1000.0
+
 #: Energy-table components that are not memory levels (a level must not take these names).
 ENERGY_COMPONENTS = ("compute", "vector", "early_bird", "chip")
 
@@ -193,12 +199,32 @@ class Arch(Strict):
         description="per-action energies by component (compute, vector, early_bird, chip, or a "
         "memory level's name) then action (mac_<precision>, op, compare, leakage, read, write)"
     )
-    efficiency: dict[str, Annotated[float, Field(ge=MIN_EFFICIENCY, le=1)]] = Field(
+    efficiency: dict[str, float] = Field(
         default_factory=dict,
-        description="optional efficiency factors in [0.001, 1]: 'matmul' scales the matrix unit's "
-        "step time (cycles / factor), 'dram' the DRAM bandwidth (× factor), 'vector' vector "
-        "ops (cycles / factor). For GPU proxies, calibrated on FP16 rows only",
+        description="optional derating of GPU proxies (calibrated on FP16 rows only): factors in "
+        "[0.001, 1] -- 'matmul' divides the matrix unit's step time for every precision without "
+        "its own key, 'matmul_<precision>' (e.g. matmul_int4) for that precision, 'dram' "
+        "multiplies DRAM bandwidth, 'vector' divides vector-op time; and 'launch_us', a fixed "
+        f"cost in microseconds [0, {MAX_LAUNCH_US:g}] per GPU kernel (each matmul or vector op "
+        "of a model step), charged by model runs as the stall 'launch'",
     )
+
+    @field_validator("efficiency")
+    @classmethod
+    def _check_efficiency(cls, value: dict[str, float]) -> dict[str, float]:
+        for key, v in value.items():
+            if key == "launch_us":
+                if not 0 <= v <= MAX_LAUNCH_US:
+                    raise ValueError(f"efficiency.launch_us must be in [0, {MAX_LAUNCH_US:g}] "
+                                     f"microseconds, got {v!r}")  # fmt: skip
+            elif key in EFFICIENCY_FACTORS:
+                if not MIN_EFFICIENCY <= v <= 1:
+                    raise ValueError(f"efficiency.{key} must be in [{MIN_EFFICIENCY}, 1], "
+                                     f"got {v!r}")  # fmt: skip
+            else:
+                raise ValueError(f"efficiency: unknown key {key!r}; known: "
+                                 f"{', '.join(EFFICIENCY_FACTORS)}, launch_us")  # fmt: skip
+        return value
 
     @model_validator(mode="after")
     def _check(self) -> Arch:

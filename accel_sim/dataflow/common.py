@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from accel_sim.dataflow.plan import VectorOp
+from accel_sim.dataflow.plan import MatmulOp, VectorOp
 from accel_sim.workload.gemm import Gemm
 
 FP16_BYTES = 2
@@ -26,3 +26,53 @@ def quantize_pass(gemm: Gemm, out_bits: float, columns: int | None = None,
     return VectorOp(
         name, elements, 2.0, elements * FP16_BYTES, int(elements * out_bits / 8 + 0.5), gemm.count
     )
+
+
+def static_quantize_pass(gemm: Gemm, out_bits: float, name: str = "quantize") -> VectorOp:
+    """Quantize X (FP16) with a static per-tensor scale: multiply, round and clip, 3 ops per
+    element; reads X, writes the ``out_bits`` copy (PrefixQuant-O2, docs/modelling.md)."""
+    elements = gemm.M * gemm.K
+    return VectorOp(name, elements, 3.0, elements * FP16_BYTES,
+                    int(elements * out_bits / 8 + 0.5), gemm.count)  # fmt: skip
+
+
+def hadamard_factors(n: int) -> tuple[int, int]:
+    """(length of the fast Walsh–Hadamard part, order m of the dense ±1 factor) of an online
+    Hadamard transform of length ``n`` (QuaRot/SpinQuant style: H_n = H_m ⊗ H_(n/m)).
+
+    ``n = 2**p``: (n, 1), a fast transform only. ``n = odd·2**p`` with odd > 1: Hadamard orders
+    above 2 are multiples of 4, so m = 4·odd (e.g. 172 for Llama-2's 11008 = 172·64) and the fast
+    part is n / m. With fewer than two factors of 2 no such decomposition exists: (1, n), a dense
+    n×n ±1 matrix."""
+    if n < 1:
+        raise ValueError(f"Hadamard length must be positive, got {n}")
+    p = (n & -n).bit_length() - 1  # factors of 2
+    odd = n >> p
+    if odd == 1:
+        return n, 1
+    if p < 2:
+        return 1, n
+    return n // (4 * odd), 4 * odd
+
+
+def hadamard_passes(gemm: Gemm, length: int, columns: int, name: str,
+                    dense_on_matrix_unit: bool) -> tuple[MatmulOp | VectorOp, ...]:  # fmt: skip
+    """Online Hadamard rotation of each row of an M×``columns`` FP16 tensor in blocks of
+    ``length`` (``columns`` = ``length``: whole rows; ``head_dim``: head-wise), as QuaRot's
+    ``matmul_hadU_cuda`` runs it: a fast Walsh–Hadamard transform of the power-of-two part on the
+    vector unit (log2 of its length butterfly stages, one add or subtract per element per stage;
+    reads and writes FP16), then, when ``length`` is not a power of two, the dense ±1 factor of
+    order m (:func:`hadamard_factors`) as an FP16 matmul (m × m times m × M·columns/m) when
+    ``dense_on_matrix_unit``, else as m adds per element on the vector unit."""
+    fast, m = hadamard_factors(length)
+    elements = gemm.M * columns
+    vector_ops = (fast.bit_length() - 1) + (0 if dense_on_matrix_unit else m - (m == 1))
+    out: list[MatmulOp | VectorOp] = []
+    if vector_ops:
+        out.append(VectorOp(name, elements, float(vector_ops), elements * FP16_BYTES,
+                            elements * FP16_BYTES, gemm.count))  # fmt: skip
+    if m > 1 and dense_on_matrix_unit:
+        # H_m @ X viewed as (m, elements / m) per instance, as QuaRot writes it (hadK @ input)
+        out.append(MatmulOp(f"{name}_dense", m, m, elements // m, "fp16", 16, 16, 16,
+                            count=gemm.count))  # fmt: skip
+    return tuple(out)

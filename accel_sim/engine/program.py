@@ -88,16 +88,24 @@ def _classes_of(index: np.ndarray, count: int) -> np.ndarray:
     return np.where(index == count - 1, np.where(index == 0, ONLY, LAST), cls)
 
 
+def matmul_efficiency(arch: Arch, precision: str) -> float:
+    """``efficiency["matmul_<precision>"]`` if the file gives one, else ``efficiency["matmul"]``,
+    else 1 (``arch/schema.py``: GPU proxies derate each precision against its own peak)."""
+    eff = arch.efficiency
+    return eff.get(f"matmul_{precision}", eff.get("matmul", 1.0))
+
+
 def step_busy_cycles(arch: Arch, memory: MemorySystem, op: MatmulOp, tile, rate: int,
                      inner: dict[str, int], m: int, k: int, n: int) -> int:  # fmt: skip
     """Cycles the unit is busy on one step of extents ``m×k×n``: the unit's own step time
-    (divided by ``efficiency["matmul"]``), or longer when its accumulator level cannot keep up.
+    (divided by the precision's matmul efficiency, :func:`matmul_efficiency`), or longer when
+    its accumulator level cannot keep up.
     A step accumulates its output tile in place through the accumulator level's write port (a
     read-modify-write inside the bank; the read port serves the drain). The innermost A and B
     buffers are taken to feed the unit at its rate (their read ports are sized for it: the
     cube's L0A/L0B, a systolic array's edge SRAM banks)."""
     unit = arch.compute.step_cycles(tile, rate, m, k, n)
-    eff = arch.efficiency.get("matmul", 1.0)
+    eff = matmul_efficiency(arch, op.precision)
     if eff != 1.0:
         unit = math.ceil(unit / eff)
     acc = memory.access_cycles(inner["C"], 0, tile_bytes(m, n, op.accumulator_bits))

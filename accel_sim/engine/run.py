@@ -9,6 +9,9 @@ are costed in closed form (they are single streaming passes with no tiling decis
 * transfer op: ``latency + ceil(bytes / read bandwidth)`` cycles of DRAM, or of the first
   on-chip level for data resident on chip.
 
+On an architecture with ``efficiency["launch_us"]`` (GPU proxies) every instance of a matmul or
+vector op is one GPU kernel and pays that fixed time on top, as the stall ``launch``.
+
 Operations are sequential (see ``dataflow/plan.py``). A matmul with ``count`` > 1 runs its
 instances through one pipeline (the DES's outermost loop); other ops with ``count`` > 1 run that
 many times back to back.
@@ -139,6 +142,30 @@ def _derate(arch: Arch, result: OpResult, kernel: str) -> OpResult:
                     result.counts, result.unit_cycles)  # fmt: skip
 
 
+#: Op kinds that are GPU kernels of their own (``efficiency["launch_us"]``): matmuls and vector
+#: ops. Comparator and transfer ops belong to accelerators without a kernel launch.
+KERNEL_KINDS = ("matmul", "vector")
+
+
+def launch_cycles(arch: Arch) -> int:
+    """Fixed cycles per GPU kernel, ``efficiency["launch_us"]`` at the clock (0 when absent)."""
+    us = arch.efficiency.get("launch_us", 0.0)
+    return math.ceil(us * 1e-6 * arch.clock_hz) if us else 0
+
+
+def _launch(arch: Arch, result: OpResult, kernels: int) -> OpResult:
+    """``result`` with ``kernels`` launches of :func:`launch_cycles` added as the stall
+    ``launch`` (each instance of a matmul or vector op is one kernel; model runs batch
+    attention's heads into one, ``model_run/simulate.py``)."""
+    extra = kernels * launch_cycles(arch)
+    if not extra:
+        return result
+    stalls = Counter(result.stalls)
+    stalls["launch"] += extra
+    return OpResult(result.name, result.kind, result.cycles + extra, result.compute_cycles,
+                    stalls, result.counts, result.unit_cycles)  # fmt: skip
+
+
 def run_plan(arch: Arch, plan: Plan, engine: str = "des", collapse: bool = True) -> PlanResult:
     """Time and count every operation of ``plan`` on ``arch``.
 
@@ -151,9 +178,9 @@ def run_plan(arch: Arch, plan: Plan, engine: str = "des", collapse: bool = True)
     results = []
     for op in plan.ops:
         if isinstance(op, MatmulOp):
-            results.append(_matmul(arch, op, engine, collapse))
+            results.append(_launch(arch, _matmul(arch, op, engine, collapse), op.count))
         elif isinstance(op, VectorOp):
-            results.append(_derate(arch, _vector(arch, op), "vector"))
+            results.append(_launch(arch, _derate(arch, _vector(arch, op), "vector"), op.count))
         elif isinstance(op, ComparatorOp):
             results.append(_comparator(arch, op))
         elif isinstance(op, TransferOp):

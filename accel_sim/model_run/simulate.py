@@ -18,6 +18,11 @@ same way for all of them. Modelling assumptions (also in every result's ``notes`
 * **Statistics**: data-dependent dataflows (OSC, MUXQ, LLM.int8(), OPS) take a real trace's
   statistics *by layer kind* (:class:`~accel_sim.model_run.stats.KindStats`: medians per kind,
   channel counts scaled by K_model / K_trace); numerical errors are the trace model's.
+* **Kernel launches**: on an architecture with ``efficiency.launch_us`` (GPU proxies), every
+  GPU kernel of a step — each matmul and vector op of a row's plan, per instance — costs that
+  fixed time on top of its body (``engine/run.py``), in the ``launch_cycles`` column (and in
+  ``cycles``). Attention's heads × batch instances are one batched kernel per layer and step,
+  so their rows are charged once per batch of heads.
 * **Units**: ``cycles`` of the architecture's clock, ``time_s`` in seconds, ``energy_pj`` in
   picojoules, ``tokens_per_s`` in tokens per second.
 """
@@ -38,7 +43,8 @@ from accel_sim.dataflow.common import FP16_BYTES
 from accel_sim.dataflow.plan import Plan, VectorOp
 from accel_sim.dataflow.registry import dataflow_names, get_dataflow
 from accel_sim.energy.model import price
-from accel_sim.engine.run import run_plan
+from accel_sim.engine.counts import ActionCounts
+from accel_sim.engine.run import launch_cycles, run_plan
 from accel_sim.errors import UserInputError
 from accel_sim.model_run.stats import KindStats
 from accel_sim.workload.gemm import Gemm
@@ -48,8 +54,8 @@ from accel_sim.workload.trace import Trace, load_trace
 DEFAULT_ARCH = "ascend_like_cube"
 DEFAULT_STATS = "smollm2-135m"
 ROW_COLUMNS = ["dataflow", "row", "op", "group", "kind", "run_as", "M", "K", "N", "elements",
-               "count", "cycles", "compute_cycles", "stall_cycles", "time_s", "macs",
-               "vector_flops", "energy_pj", "utilization"]  # fmt: skip
+               "count", "cycles", "compute_cycles", "stall_cycles", "launch_cycles", "time_s",
+               "macs", "vector_flops", "energy_pj", "utilization"]  # fmt: skip
 EXTRA_COLUMNS = ["rel_error", "table_channels", "outlier_channels", "ops_set_skip_fraction",
                  "ops_tile_skip_fraction"]  # fmt: skip
 
@@ -115,11 +121,31 @@ def _vector_row(arch: Arch, spec: ModelSpec, work: VectorWork, batch: int,
     plan = Plan("vector", Gemm(1, 1, 1, name=work.name), (op,))  # fmt: skip
     result = run_plan(arch, plan, engine=engine).ops[0]
     energy = price(arch, result.counts, result.cycles)
-    return {"row": work.name, "op": "vector", "group": "vector", "kind": work.kind,
-            "run_as": "vector", "elements": elements, "count": ops,
-            "cycles": result.cycles, "compute_cycles": 0, "stall_cycles": result.cycles,
-            "time_s": result.cycles / arch.clock_hz, "macs": 0, "vector_flops": work.flops,
-            "energy_pj": energy.total_pj, "utilization": 0.0}  # fmt: skip
+    row = {"row": work.name, "op": "vector", "group": "vector", "kind": work.kind,
+           "run_as": "vector", "elements": elements, "count": ops,
+           "cycles": result.cycles, "compute_cycles": 0, "stall_cycles": result.cycles,
+           "time_s": result.cycles / arch.clock_hz, "macs": 0, "vector_flops": work.flops,
+           "energy_pj": energy.total_pj, "utilization": 0.0}  # fmt: skip
+    row["launch_cycles"] = int(result.stalls.get("launch", 0))
+    return row
+
+
+def _batched_launches(arch: Arch, row: dict[str, Any], result, gemm: Gemm, spec: ModelSpec,
+                      batch: int) -> dict[str, Any]:  # fmt: skip
+    """``row`` with ``launch_cycles`` set; for an attention matmul, whose heads × batch
+    instances are one batched kernel, the engine's per-instance launches are cut to one per
+    batch of heads (cycles, stall cycles, time, leakage energy and utilization follow)."""
+    charged = int(result.stalls.get("launch", 0))
+    batched = spec.heads * batch if gemm.kind in ATTENTION_KINDS else 1
+    over = charged - charged // batched if charged and gemm.count % batched == 0 else 0
+    row["launch_cycles"] = charged - over
+    if over:
+        cycles = row["cycles"] - over
+        row["utilization"] = row["utilization"] * row["cycles"] / cycles
+        row["energy_pj"] -= price(arch, ActionCounts(), over).total_pj
+        row["cycles"], row["stall_cycles"] = cycles, row["stall_cycles"] - over
+        row["time_s"] = cycles / arch.clock_hz
+    return row
 
 
 def _gemm_row(result, gemm: Gemm, run_as: str) -> dict[str, Any]:
@@ -188,7 +214,9 @@ def simulate_model(
                 if key not in cache:
                     stats = kind_stats.stats_for(gemm) if kind_stats else None
                     cache[key] = simulate(arch, gemm, run_as, flow_knobs, stats, engine)
-                flow_rows.append({"dataflow": flow, **_gemm_row(cache[key], gemm, run_as)})
+                row = _gemm_row(cache[key], gemm, run_as)
+                row = _batched_launches(arch, row, cache[key], gemm, spec, batch)
+                flow_rows.append({"dataflow": flow, **row})
                 if bar is not None:
                     bar.update()
         except UserInputError as err:
@@ -231,6 +259,7 @@ def _totals(table: pd.DataFrame, flows: list[str], clock_hz: float, tokens: int)
                     "linear_cycles": int(group.get("linear", 0)),
                     "attention_cycles": int(group.get("attention", 0)),
                     "vector_cycles": int(group.get("vector", 0)),
+                    "launch_cycles": int(part["launch_cycles"].sum()),
                     "tokens_per_s": tokens / (cycles / clock_hz)})  # fmt: skip
     df = pd.DataFrame(out)
     if "w8a8" in flows:
@@ -266,4 +295,8 @@ def _notes(arch, spec, work, source, attn_flow, kind_stats, logits) -> list[str]
                          " use the median over all its GEMMs")  # fmt: skip
     if arch.efficiency:
         notes.append(f"efficiency factors of {arch.origin}: {dict(arch.efficiency)}")
+    if launch_cycles(arch):
+        notes.append(f"{arch.efficiency['launch_us']:g} µs ({launch_cycles(arch):,} cycles) per "
+                     "GPU kernel launch: each matmul and vector op of a step, attention's heads "
+                     "batched into one kernel (launch_cycles column)")  # fmt: skip
     return notes
