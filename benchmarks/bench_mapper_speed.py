@@ -114,6 +114,11 @@ def main() -> None:
     print(f"{len(cases)} ops mapped in {total:.2f} s ({cpu:.2f} s CPU): "
           f"{1e3 * total / len(cases):.1f} ms per mapping (median {ms[len(ms) // 2]:.1f}, "
           f"p90 {ms[int(0.9 * len(ms))]:.1f}, max {ms[-1]:.1f} ms)")  # fmt: skip
+    groups: dict[str, list[float]] = {}
+    for (label, _, _), t in zip(cases, times):
+        groups.setdefault(label.split("/")[0].split("+")[0], []).append(t)
+    for name, ts in groups.items():
+        print(f"  {name:<20} {len(ts):4} ops  {1e3 * sum(ts) / len(ts):6.1f} ms per mapping")
     if args.record:
         with open(args.record, "w") as f:
             json.dump({"n": args.n, "seed": args.seed, "seconds": total, "mappings": reprs}, f)

@@ -20,8 +20,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-import numpy as np
-
 from accel_sim.arch.schema import Arch
 from accel_sim.arch.units.base import StepTile
 from accel_sim.dataflow.plan import MatmulOp
@@ -263,29 +261,22 @@ def _pick(opts: list[list], budget: int) -> tuple | None:
     """The choice (one option per operand) within ``budget`` bytes with the least total link
     time, then the fewest buffers, then the least room (ties: the first in product order);
     None when nothing fits."""
+    best = None
     if len(opts) == 1:
-        best = None
         for o in opts[0]:
             if o[2] <= budget:
                 key = (o[3], o[1], o[2])
                 if best is None or key < best[0]:
-                    best = (key, o)
-        return None if best is None else (best[1],)
-    a, b = opts
-    ta, tb = np.array([o[3] for o in a], float), np.array([o[3] for o in b], float)
-    ba, bb = np.array([o[1] for o in a]), np.array([o[1] for o in b])
-    na, nb = np.array([o[2] for o in a]), np.array([o[2] for o in b])
-    need = na[:, None] + nb[None, :]
-    ok = need <= budget
-    if not ok.any():
-        return None
-    time = ta[:, None] + tb[None, :]
-    ok &= time == time[ok].min()
-    bufs = ba[:, None] + bb[None, :]
-    ok &= bufs == bufs[ok].min()
-    ok &= need == need[ok].min()
-    i, j = divmod(int(np.argmax(ok)), len(b))
-    return a[i], b[j]
+                    best = (key, (o,))
+        return None if best is None else best[1]
+    for a in opts[0]:
+        room = budget - a[2]
+        for b in opts[1]:
+            if b[2] <= room:
+                key = (a[3] + b[3], a[1] + b[1], a[2] + b[2])
+                if best is None or key < best[0]:
+                    best = (key, (a, b))
+    return None if best is None else best[1]
 
 
 def _evaluate(space: _Space, costs: _TileCosts, loops: tuple[Loop, ...]):

@@ -61,6 +61,8 @@ class Mapping:
     keep: tuple[tuple[tuple[str, int], int, int], ...] = ()
     #: window_loop(operand, p) for every operand and position, computed once (a hot path)
     _windows: dict = field(init=False, repr=False, compare=False, hash=False, default=None)
+    #: (position, buffers) per (operand, level) listed in ``keep`` (the first entry of each)
+    _keep: dict = field(init=False, repr=False, compare=False, hash=False, default=None)
 
     def __post_init__(self) -> None:
         table = {}
@@ -73,18 +75,18 @@ class Mapping:
             row.append(last)
             table[operand] = row
         object.__setattr__(self, "_windows", table)
+        keep: dict = {}
+        for key, p, n in self.keep:
+            keep.setdefault(key, (p, n))
+        object.__setattr__(self, "_keep", keep)
 
     def position(self, operand: str, level: int) -> int:
-        for key, p, _ in self.keep:
-            if key == (operand, level):
-                return p
-        return len(self.loops)
+        hit = self._keep.get((operand, level))
+        return len(self.loops) if hit is None else hit[0]
 
     def buffers(self, operand: str, level: int, default: int) -> int:
-        for key, _, n in self.keep:
-            if key == (operand, level):
-                return n
-        return default
+        hit = self._keep.get((operand, level))
+        return default if hit is None else hit[1]
 
     def window_loop(self, operand: str, p: int) -> int:
         """The innermost loop outside position ``p`` that indexes ``operand`` and iterates
