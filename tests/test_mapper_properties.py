@@ -79,3 +79,29 @@ def test_more_work_never_saves_cycles(arch, dataflow, M, K, N, dim):
     base = _cycles(arch, (M, K, N), dataflow)
     more = _cycles(arch, bigger, dataflow)
     assert more >= base * (1 - SLACK), (dim, base, more)
+
+
+@settings(max_examples=30, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(arch=st.sampled_from(ARCHS), dataflow=st.sampled_from(GRID_DATAFLOWS),
+       M=st.integers(1, 8192), K=st.integers(1, 8192), N=st.integers(1, 8192),
+       count=st.sampled_from((1, 3)))  # fmt: skip
+def test_pruned_search_shortlists_what_the_full_search_does(arch, dataflow, M, K, N, count):
+    """The mapper skips step tiles and candidates its lower bounds rule out (mapper._shortlist);
+    the shortlist it re-scores is the one the exhaustive search gives (ties included)."""
+    assume(_runs(arch, dataflow))
+    from dataclasses import replace
+
+    from accel_sim.engine import mapper
+
+    flow = accel_sim.api.get_dataflow(dataflow)
+    machine = load_arch(arch)
+    plan = flow.build(accel_sim.api._as_gemm((M, K, N)), machine, None, flow.resolve_knobs(None))
+    for op in plan.matmuls:
+        op = replace(op, count=count)
+        full, tiles = [], set()
+        for entry in sorted(mapper.candidates(machine, op), key=lambda e: e[:2]):
+            if entry[2].tile not in tiles and len(full) < mapper.RESCORE:
+                tiles.add(entry[2].tile)
+                full.append(entry)
+        assert mapper._shortlist(mapper._Space(machine, op)) == full

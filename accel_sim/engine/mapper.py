@@ -10,9 +10,15 @@ parent (it can only hold what came through). A level's choice minimises the time
 link spends bringing data in (bytes crossing ÷ hop bandwidth), among the choices whose
 double-buffered footprints fit its capacity; more capacity only adds choices.
 
-Score: the closed-form cycle bound of :func:`estimate` (the slowest of compute and every port,
-plus the pipeline's fill and drain). Mappings are cached by (architecture content, op shape,
-precision and operand widths).
+Score: candidates are ranked by a fast bound (:func:`_evaluate`: the slowest of compute, every
+port and the single-step windows' slots, plus fill and bubbles, × (1 + steps / STEP_WEIGHT));
+the best-ranked candidate of each of the RESCORE best-ranked step tiles is re-scored by the
+closed-form model (``twin.py``) and the best of those wins. The search is pruned without
+changing the result (:func:`_shortlist`): each step tile has a lower bound on its candidates'
+rank, so tiles are searched best bound first and the search stops once no further tile can
+enter the shortlist. Mappings are cached by (architecture content, op shape, precision and
+operand widths); ``benchmarks/bench_mapper_speed.py`` times the mapper and checks its choices
+against recorded ones.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from dataclasses import dataclass, replace
 from accel_sim.arch.schema import Arch
 from accel_sim.arch.units.base import StepTile
 from accel_sim.dataflow.plan import MatmulOp
-from accel_sim.engine.mapping import OPERAND_DIMS, Loop, Mapping, nest
+from accel_sim.engine.mapping import OPERAND_DIMS, Loop, Mapping, nest, positions
 from accel_sim.engine.memory import MemorySystem
 from accel_sim.engine.program import Program, step_busy_cycles, tile_bytes
 from accel_sim.engine.twin import twin_cycles
@@ -192,41 +198,16 @@ def _tile_costs(space: _Space, tile: StepTile) -> _TileCosts:
 
 def _positions(space: _Space, tile: StepTile, loops: tuple[Loop, ...], x: str) -> list:
     """The keep positions of operand ``x`` worth considering in the nest ``loops``: of the
-    positions p = len(loops) … 1 (innermost first) the innermost of each distinct (window loop,
-    footprint bytes), as ``(p, footprint bytes, bytes crossing into a level keeping x at p,
-    single-step window?, windows opened)``.
-
-    Crossing bytes: each tile once per window, and the windows re-sweep the operand once per
-    iteration of every loop outside the window loop that does not index it. A level keeping
-    ``x`` at a position whose window loop has only one-trip loops inside opens a window every
-    step (single-step)."""
-    d0, d1 = OPERAND_DIMS[x]
-    bits, total, size = space.bits[x], space.total[x], space.size
-    window, last, sweeps, windows, last_iter = [], -1, [1], [1], -1
-    for j, lp in enumerate(loops):  # per position p = j: the loops strictly outside p
-        window.append(last)
-        indexes = lp.dim == "b" or lp.dim in (d0, d1)
-        if lp.count > 1:
-            last_iter = j
-            if indexes:
-                last = j
-        sweeps.append(sweeps[-1] if indexes else sweeps[-1] * lp.count)
-        windows.append(windows[-1] * lp.count)
-    window.append(last)
-    ext = {"b": 1, "m": tile.tm, "k": tile.tk, "n": tile.tn}
+    positions p = len(loops) … 1 (innermost first, :func:`mapping.positions`) the innermost of
+    each distinct (window loop, footprint bytes), as ``(p, footprint bytes, bytes crossing into a
+    level keeping x at p, single-step window?, windows opened)``."""
+    bits, total = space.bits[x], space.total[x]
     out, seen = [], set()
-    for p in range(len(loops), 0, -1):
-        if p < len(loops):
-            ext[loops[p].dim] *= loops[p].count
-        one = tile_bytes(min(ext[d0], size[d0]), min(ext[d1], size[d1]), bits)
-        r = window[p]
-        if (r, one) in seen:
-            continue
-        seen.add((r, one))
-        if r < 0:
-            out.append((p, one, total, False, 1))
-        else:
-            out.append((p, one, total * sweeps[r], last_iter <= r, windows[r + 1]))
+    for p, rows, cols, r, sweeps, windows, single in positions(tile, loops, x, space.size):
+        one = tile_bytes(rows, cols, bits)
+        if (r, one) not in seen:
+            seen.add((r, one))
+            out.append((p, one, total * sweeps, single, windows))
     return out
 
 
@@ -378,14 +359,15 @@ def _nests(space: _Space, costs: _TileCosts):
 
 
 def candidates(arch: Arch, op: MatmulOp):
-    """Every mapping of the search space with its rank (a generator of (rank, mapping))."""
+    """Every mapping of the search space in enumeration order, as (rank, enumeration key,
+    mapping): the exhaustive search that :func:`_shortlist` prunes (the tests compare them)."""
     space = _Space(arch, op)
-    for tile in _tiles(space):
+    for t, tile in enumerate(_tiles(space)):
         costs = _tile_costs(space, tile)
-        for loops in _nests(space, costs):
+        for j, loops in enumerate(_nests(space, costs)):
             scored = _evaluate(space, costs, loops)
             if scored is not None:
-                yield scored[0], Mapping(tile, loops, _keep(scored[1]))
+                yield scored[0], (t, j), Mapping(tile, loops, _keep(scored[1]))
 
 
 _CACHE: dict[tuple[str, MatmulOp], Mapping] = {}

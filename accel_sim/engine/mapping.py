@@ -125,3 +125,40 @@ def nest(tile: StepTile, count: int, n_tiles: dict[str, int], outer: str, inner:
     loops += [Loop(d, block[d]) for d in inner]
     loops.append(Loop("k", n_tiles["k"]))
     return tuple(loops)
+
+
+def positions(tile: StepTile, loops: tuple[Loop, ...], operand: str,
+              size: dict[str, int]) -> list[tuple[int, int, int, int, int, int, bool]]:  # fmt: skip
+    """What a level keeping ``operand`` at each position p = len(loops) … 1 (innermost first)
+    of the nest ``loops`` holds and moves, without building a :class:`Mapping` (the mapper's
+    hot path): ``(p, rows, cols, window loop, sweeps, windows, single)``.
+
+    rows × cols: the footprint (elements, clipped to ``size``); window loop: as
+    :meth:`Mapping.window_loop`; sweeps: how often the windows sweep the whole operand (once per
+    iteration of every loop outside the window loop that does not index it), so that
+    ``sweeps × operand bytes`` cross into the level; windows: how many windows open; single:
+    a new window opens every step (only one-trip loops inside the window loop)."""
+    d0, d1 = OPERAND_DIMS[operand]
+    window, last, sweeps, windows, last_iter = [], -1, [1], [1], -1
+    for j, loop in enumerate(loops):  # per position p = j: the loops strictly outside p
+        window.append(last)
+        indexes = loop.indexes(operand)
+        if loop.count > 1:
+            last_iter = j
+            if indexes:
+                last = j
+        sweeps.append(sweeps[-1] if indexes else sweeps[-1] * loop.count)
+        windows.append(windows[-1] * loop.count)
+    window.append(last)
+    ext = {"b": 1, "m": tile.tm, "k": tile.tk, "n": tile.tn}
+    out = []
+    for p in range(len(loops), 0, -1):
+        if p < len(loops):
+            ext[loops[p].dim] *= loops[p].count
+        rows, cols, r = min(ext[d0], size[d0]), min(ext[d1], size[d1]), window[p]
+        if r < 0:
+            out.append((p, rows, cols, r, 1, 1, False))
+        else:
+            out.append((p, rows, cols, r, sweeps[r], windows[r + 1], last_iter <= r))
+    return out
+
