@@ -182,7 +182,8 @@ def test_ops_fig3_normalization_skip_and_error(fig3):
         off = part[(part["dataflow"] == "ops") & (part["tau"] == -1.0)].iloc[0]
         assert off["set_skip"] == 0.0 and off["tile_skip"] == 0.0
         assert off["rel_error"] == int16["rel_error"]  # τ = -1: exact INT16 slicing
-        for _gran, ops in part[part["dataflow"] == "ops"].groupby("granularity"):
+        fixed = part[(part["dataflow"] == "ops") & part["tau"].notna()]
+        for _gran, ops in fixed.groupby("granularity"):
             ops = ops.sort_values("tau")
             assert ops["set_skip"].is_monotonic_increasing
             # the early bird costs comparisons once on (τ ≥ 0); from there, more skips, fewer
@@ -198,8 +199,17 @@ def test_ops_fig3_normalization_skip_and_error(fig3):
                 assert by["set"] <= by["tile"]
         else:
             assert set(part["scheme"]) >= {"INT16", "W8A8", "OSC", "MUXQ", "OPS τ=1"}
+        # τ=auto: one row, the choice per kind listed; within the budget (kind medians) or off
+        auto = part[part["scheme"].str.startswith("OPS τ=auto")]
+        assert len(auto) == 1 and auto["budget"].iloc[0] == 0.05
+        kinds = auto["tau_by_kind"].iloc[0]
+        assert "attn_in" in kinds and "down_in" in kinds
+        if all(c.split()[1] == "-1" for c in kinds.split(", ")):
+            assert auto["cycles"].iloc[0] == off["cycles"]
+            assert auto["rel_error"].iloc[0] == off["rel_error"]
     assert set(t["stats_from"]) == {"all-minilm-l6-v2", "smollm2-135m"}
     assert any("OliVe" in line and "ANT" in line for line in fig3.header)
+    assert any("τ=auto on smollm2-135m by kind" in n for n in fig3.notes)
     assert any("1.30–4.31×" in n for n in fig3.notes)
 
 

@@ -11,6 +11,18 @@ off)**: with per-tensor INT16 scales set by outliers most high slices are zero, 
 skips most sets of real traces and loses most of the output (see the trace's errors). Sweep τ to
 see the trade-off.
 
+**τ = auto** (``--knob ops.tau=auto``, ``dataflow/ops_tau.py``): the paper's offline layer-wise
+choice, from the trace's stored errors: per GEMM (per layer kind in model runs) the largest τ of
+the trace's grid (−1, 0, 1, 4, 16 at chunk 32) whose relative output error is within ``budget``,
+with the preset of the smaller error at that τ (``preset=auto``, implied unless a preset is
+given); if no τ ≥ 0 fits, τ = −1 (early bird off), said in the plan's notes. Default budget
+**0.05**: the paper states none (it reports task accuracy and perplexity); 0.05 is above the
+median error of W8A8 per-token INT8 of every layer kind of both shipped traces (0.012–0.035), so
+OPS may lose about what the 8-bit baseline loses and no more than a few times that. The trace's
+errors are on its held-out tokens and it stores no OPS error on its calibration tokens, so the
+choice is made on the tokens that report its error (selection on the evaluation set). A fixed τ
+with ``preset=auto`` takes the preset of the smaller stored error at that τ.
+
 Two lowerings, chosen by the architecture's compute unit (through its public interface: a unit
 with ``early_bird_issue`` has inline comparators, i.e. the ``bitslice`` unit), and the knob
 ``granularity`` (``auto``: ``set`` on a unit with inline comparators, ``tile`` elsewhere):
@@ -65,8 +77,12 @@ skipped set.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import fields
+from typing import Any
 
-from accel_sim.dataflow.base import register
+from accel_sim.dataflow import ops_tau
+from accel_sim.dataflow.base import Dataflow, register
 from accel_sim.dataflow.common import absmax_pass, quantize_pass
 from accel_sim.dataflow.plan import ComparatorOp, MatmulOp, Plan
 from accel_sim.errors import UserInputError
@@ -77,6 +93,7 @@ KNOBS = {
     "preset": "zero",
     "sign": "sign_magnitude",
     "granularity": "auto",
+    "budget": ops_tau.DEFAULT_BUDGET,
 }
 GRANULARITIES = ("auto", "set", "tile")
 TILE_SIZES = (16, 32, 64, 128)
@@ -136,10 +153,22 @@ def build(gemm, arch, stats, knobs) -> Plan:
     if knobs["sign"] != "sign_magnitude":
         raise UserInputError("knobs", "the compact trace's statistics use sign-magnitude slices; "
                              "capture a full trace for two's complement", "sign")  # fmt: skip
-    if knobs["preset"] not in ("zero", "hi_only"):
-        raise UserInputError("knobs", "preset must be 'zero' or 'hi_only'", "preset")
+    if knobs["preset"] not in (*ops_tau.PRESETS, "auto"):
+        raise UserInputError("knobs", "preset must be 'zero', 'hi_only' or 'auto'", "preset")
     if not isinstance(knobs["chunk"], int) or knobs["chunk"] <= 0:
         raise UserInputError("knobs", "chunk must be a positive integer", "chunk")
+    knobs, choice = ops_tau.resolve(stats, knobs)
+    plan = _build(gemm, arch, stats, knobs)
+    if choice is None:
+        return plan
+    extra = {"ops_tau_auto": True, "ops_tau_met": choice.met}
+    return Plan(
+        plan.dataflow, plan.gemm, plan.ops, (choice.note(), *plan.notes), {**plan.knobs, **extra}
+    )
+
+
+def _build(gemm, arch, stats, knobs) -> Plan:
+    """The plan at a concrete τ and preset."""
     gran = granularity(arch, knobs)
     tile = array_tile(arch)
     sets, tiles, source = skip_fractions(stats, knobs, tile)
@@ -165,6 +194,44 @@ def build(gemm, arch, stats, knobs) -> Plan:
     extra = {"ops_set_skip_fraction": sets, "ops_tile_skip_fraction": tiles, "ops_tile": tile,
              "ops_granularity": gran}  # fmt: skip
     return Plan("ops", gemm, tuple(ops), notes, {**knobs, **extra})
+
+
+class OpsDataflow(Dataflow):
+    """The ``ops`` dataflow: ``tau`` is a float knob that also takes ``"auto"`` (τ and preset
+    chosen from the trace's errors against ``budget``, ``dataflow/ops_tau.py``), which the
+    generic type check (a knob takes its default's type) cannot express; with ``tau=auto`` and
+    no ``preset`` given, the preset is chosen too (``preset=auto``). The error reported for a
+    run is the trace's at the chosen τ and preset."""
+
+    def resolve_knobs(self, given: Mapping[str, Any] | None, source: str = "knobs") -> dict:
+        if not isinstance(given, Mapping):
+            return super().resolve_knobs(given, source)
+        given = dict(given)
+        tau = given.get("tau")
+        auto = isinstance(tau, str) and tau == "auto"
+        if isinstance(tau, str) and not auto:
+            raise UserInputError(source, f"ops knob expects float or 'auto', got {tau!r}",
+                                 "ops.tau")  # fmt: skip
+        if auto:
+            del given["tau"]
+        knobs = super().resolve_knobs(given, source)
+        if not knobs["budget"] >= 0:
+            raise UserInputError(source, "the error budget is a relative output error ≥ 0, "
+                                 f"got {knobs['budget']!r}", "ops.budget")  # fmt: skip
+        if auto:
+            knobs["tau"] = "auto"
+            if "preset" not in given:
+                knobs["preset"] = "auto"
+        return knobs
+
+    def numerical_error(self, stats, knobs, gemm) -> float | None:
+        if stats is not None and "auto" in (knobs.get("tau"), knobs.get("preset")):
+            knobs = ops_tau.resolve(stats, knobs)[0]
+        return super().numerical_error(stats, knobs, gemm)
+
+
+build.dataflows = tuple(OpsDataflow(**{f.name: getattr(d, f.name) for f in fields(d)})
+                        for d in build.dataflows)  # fmt: skip
 
 
 def _interleaved(gemm, arch, knobs, gran, sets, tiles, tile, source) -> Plan:
