@@ -258,6 +258,8 @@ def _extra(flow, stats, knobs, gemm, plan) -> dict[str, Any]:
                 "outlier_channels"):  # fmt: skip
         if key in plan.knobs:
             extra[key] = plan.knobs[key]
+    if "ops_tau_met" in plan.knobs:  # tau=auto: the τ and preset chosen for this GEMM
+        extra["ops_tau"], extra["ops_preset"] = plan.knobs["tau"], plan.knobs["preset"]
     return extra
 
 
