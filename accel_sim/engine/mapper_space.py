@@ -1,0 +1,363 @@
+"""The mapper's search space and its fast bound.
+
+A candidate is a step tile the unit offers, an outer loop order with a block of the outer
+dimension, and per on-chip level the keep position (and buffer count) of each operand it stages
+(``mapping.py``). :class:`_Space` holds what every candidate of one (architecture, op) shares;
+:func:`_tile_costs` what every candidate of one step tile shares, with a lower bound on their
+rank; :func:`_evaluate` ranks one loop nest (the slowest of compute, every port and the
+single-step windows' slots, plus fill and bubbles) after choosing, outermost level first, the
+keep positions that minimise each parent link's time within the level's capacity.
+:func:`candidates` enumerates the whole space (the exhaustive search the mapper prunes).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from accel_sim.arch.schema import Arch
+from accel_sim.arch.units.base import StepTile
+from accel_sim.dataflow.plan import MatmulOp
+from accel_sim.engine.mapping import OPERAND_DIMS, Loop, Mapping, nest, positions
+from accel_sim.engine.memory import MemorySystem
+from accel_sim.engine.program import Program, step_busy_cycles, tile_bytes
+from accel_sim.engine.twin import twin_cycles
+
+#: Simulation cost in the objective: a mapping's cycles count ``× (1 + steps / STEP_WEIGHT)``,
+#: so of two mappings within ~0.1 % of each other the one with far fewer steps (larger tiles,
+#: faster to simulate) wins; 4,000 steps weigh 0.1 %.
+STEP_WEIGHT = 4_000_000
+
+
+def _divisors(n: int, limit: int = 8) -> list[int]:
+    small = [d for d in range(1, int(math.isqrt(n)) + 1) if n % d == 0]
+    divs = sorted(set(small) | {n // d for d in small})
+    if len(divs) <= limit:
+        return divs
+    picks = {divs[round(i * (len(divs) - 1) / (limit - 1))] for i in range(limit)}
+    return sorted(picks)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Closed-form costs of one mapping (cycles and bytes)."""
+
+    cycles: int
+    compute_cycles: int
+    port_cycles: dict
+    link_bytes: tuple[int, ...]
+    dram_bytes: int
+    bound: str  # what binds: "compute" or a port label
+
+
+class _Space:
+    """Shared per-(arch, op) data of the search."""
+
+    def __init__(self, arch: Arch, op: MatmulOp) -> None:
+        self.arch, self.op = arch, op
+        self.memory = MemorySystem(arch)
+        self.unit = arch.compute
+        self.rate = self.unit.rate(op.precision, arch.origin, op.name)
+        self.size = {"b": op.count, "m": op.M, "k": op.K, "n": op.N}
+        self.bits = {"A": op.a_bits, "B": op.b_bits, "C": op.c_bits}
+        idx = self.memory.index
+        self.path = {x: [idx[lv.name] for lv in arch.path(x)] for x in "ABC"}
+        self.inner = {x: self.path[x][-1] for x in "ABC"}
+        #: per on-chip level: (capacity, output buffers or 0, holds the accumulators, slots of
+        #: A and B in a fit check or 0), for :meth:`fits`
+        self._fit_levels = [
+            (lv.capacity_bytes, lv.buffers if i in self.path["C"][1:] else 0,
+             i == self.inner["C"], *(min(2, lv.buffers) if i in self.path[x][1:] else 0
+                                     for x in "AB"))
+            for i, lv in enumerate(arch.memory[1:], start=1)]  # fmt: skip
+        mem = self.memory
+        #: bytes of each input operand (all instances) and its hops, outermost first
+        self.total = {x: tile_bytes(op.M, op.K, op.a_bits) * op.count if x == "A" else
+                      tile_bytes(op.K, op.N, op.b_bits) * op.count for x in "AB"}  # fmt: skip
+        self.hops = {x: list(zip(self.path[x], self.path[x][1:])) for x in "AB"}
+        #: on-chip levels staging A or B, outermost first, as (level, operands), and the
+        #: bandwidth (bytes/cycle) of each operand's hop into each of them
+        self.levels = []
+        self.bandwidth = {}
+        for level in range(1, len(arch.memory)):
+            operands = [x for x in "AB" if level in self.path[x][1:]]
+            if operands:
+                self.levels.append((level, operands))
+            for x in operands:
+                parent = self.path[x][self.path[x].index(level) - 1]
+                self.bandwidth[(x, level)] = mem.hop_bandwidth(parent, level)
+        #: the output's port cycles and DRAM bytes (every element stored once, whatever the
+        #: mapping)
+        c_path, c_bytes = self.path["C"], tile_bytes(op.M, op.N, op.c_bits) * op.count
+        self.c_busy, self.c_dram = {}, 0
+        for dst, src in reversed(list(zip(c_path, c_path[1:]))):
+            if 0 in (src, dst):
+                self.c_dram += c_bytes
+            for port, cycles in mem.port_cycles(src, dst, c_bytes):
+                self.c_busy[port] = self.c_busy.get(port, 0) + cycles
+
+    def tile_bytes(self, operand: str, tile: StepTile, innermost: bool) -> int:
+        ext = {"m": min(tile.tm, self.op.M), "k": min(tile.tk, self.op.K),
+               "n": min(tile.tn, self.op.N)}  # fmt: skip
+        d0, d1 = OPERAND_DIMS[operand]
+        bits = self.op.accumulator_bits if operand == "C" and innermost else self.bits[operand]
+        return tile_bytes(ext[d0], ext[d1], bits)
+
+    def c_staging(self, level: int, tile: StepTile) -> int:
+        """Bytes a level reserves for output tiles (accumulators at the innermost C level)."""
+        if level not in self.path["C"][1:]:
+            return 0
+        lv = self.arch.memory[level]
+        return lv.buffers * self.tile_bytes("C", tile, level == self.inner["C"])
+
+    def shortfall(self, tile: StepTile) -> tuple[str, int, int] | None:
+        """The first on-chip level that cannot hold double-buffered step tiles of what it
+        stages, as (name, bytes needed, capacity); None when every level can."""
+        for i, level in enumerate(self.arch.memory[1:], start=1):
+            need = self.c_staging(i, tile)
+            for x in "AB":
+                if i in self.path[x][1:]:
+                    need += min(2, level.buffers) * self.tile_bytes(x, tile, False)
+            if need > level.capacity_bytes:
+                return level.name, need, level.capacity_bytes
+        return None
+
+    def fits(self, m: int, k: int, n: int) -> bool:
+        """Whether every on-chip level holds double-buffered step tiles of extents ``m×k×n``
+        (clipped to the GEMM) of what it stages (:meth:`shortfall` is None)."""
+        a, b = tile_bytes(m, k, self.bits["A"]), tile_bytes(k, n, self.bits["B"])
+        c, acc = tile_bytes(m, n, self.bits["C"]), tile_bytes(m, n, self.op.accumulator_bits)
+        for capacity, c_buffers, innermost_c, a_slots, b_slots in self._fit_levels:
+            need = c_buffers * (acc if innermost_c else c) + a_slots * a + b_slots * b
+            if need > capacity:
+                return False
+        return True
+
+
+@dataclass(frozen=True)
+class _TileCosts:
+    """What the search needs about one step tile that no loop order or block changes.
+
+    Attributes:
+        tile: the step tile; n: step tiles per dimension (m, k, n).
+        steps: steps of the matmul (all instances).
+        compute: cycles the unit is busy over all steps (edge steps at their exact time).
+        fill: cycles of the first A or B tile's way from DRAM to the unit (the slower).
+        tile_time: per (operand, level), cycles a one-tile window's slot is held per step (the
+            tile's hop in from its parent and the parent's latency: Little's law).
+        budget: per level, bytes left for A and B after its output staging.
+        bound: a lower bound on the rank ``cycles × (1 + steps / STEP_WEIGHT)`` of every mapping
+            with this tile: fill + the slowest of compute and every port when each operand
+            crosses every link exactly once (it crosses at least once).
+    """
+
+    tile: StepTile
+    n: dict
+    steps: int
+    compute: int
+    fill: int
+    tile_time: dict
+    budget: dict
+    bound: float
+
+
+def _tile_costs(space: _Space, tile: StepTile) -> _TileCosts:
+    op, mem = space.op, space.memory
+    n = {d: math.ceil(space.size[d] / getattr(tile, f"t{d}")) for d in "mkn"}
+    edge = {d: space.size[d] - (n[d] - 1) * getattr(tile, f"t{d}") for d in "mkn"}
+    compute = 0
+    for em in ((tile.tm, n["m"] - 1), (edge["m"], 1)):
+        for ek in ((tile.tk, n["k"] - 1), (edge["k"], 1)):
+            for en in ((tile.tn, n["n"] - 1), (edge["n"], 1)):
+                if em[1] and ek[1] and en[1]:
+                    c = step_busy_cycles(space.arch, mem, op, tile, space.rate, space.inner,
+                                         em[0], ek[0], en[0])  # fmt: skip
+                    compute += c * em[1] * ek[1] * en[1]
+    compute *= op.count
+    steps = op.count * n["m"] * n["k"] * n["n"]
+    tile_time, fill, busy = {}, 0, dict(space.c_busy)
+    for x in "AB":
+        one = space.tile_bytes(x, tile, False)
+        for src, dst in space.hops[x]:
+            tile_time[(x, dst)] = mem.transfer_cycles(src, dst, one) + mem.latency(src)
+            for port, cycles in mem.port_cycles(src, dst, space.total[x]):
+                busy[port] = busy.get(port, 0) + cycles
+        fill = max(fill, sum(tile_time[(x, dst)] for _, dst in space.hops[x]))
+    budget = {level: space.arch.memory[level].capacity_bytes - space.c_staging(level, tile)
+              for level, *_ in space.levels}  # fmt: skip
+    bound = (fill + max([compute, *busy.values()])) * (1 + steps / STEP_WEIGHT)
+    return _TileCosts(tile, n, steps, compute, fill, tile_time, budget, bound)
+
+
+def _positions(space: _Space, tile: StepTile, loops: tuple[Loop, ...], x: str) -> list:
+    """The keep positions of operand ``x`` worth considering in the nest ``loops``: of the
+    positions p = len(loops) … 1 (innermost first, :func:`mapping.positions`) the innermost of
+    each distinct (window loop, footprint bytes), as ``(p, footprint bytes, bytes crossing into a
+    level keeping x at p, single-step window?, windows opened)``."""
+    bits, total = space.bits[x], space.total[x]
+    out, seen = [], set()
+    for p, rows, cols, r, sweeps, windows, single in positions(tile, loops, x, space.size):
+        one = tile_bytes(rows, cols, bits)
+        if (r, one) not in seen:
+            seen.add((r, one))
+            out.append((p, one, total * sweeps, single, windows))
+    return out
+
+
+def _options(space: _Space, costs: _TileCosts, positions: list, x: str, level: int,
+             floor: int) -> list:  # fmt: skip
+    """A level's choices for operand ``x`` as (position, buffers, bytes, parent link time, its
+    entry of :func:`_positions`): every position from ``floor`` inward and buffer count. A
+    single-step window's slots bound the link by Little's law; every count from 2 up is a
+    choice (fewer leave room for the other operand). A longer window may also be
+    single-buffered: it fits where two would not, at the price of a bubble (the first tile's way
+    in) every time a window opens."""
+    bandwidth = space.bandwidth[(x, level)]
+    buffers = space.arch.memory[level].buffers
+    tile_time = costs.tile_time[(x, level)]
+    held = tile_time * costs.steps
+    opts = []
+    for pos in positions:
+        p, one, cross, single, windows = pos
+        if p < floor:
+            break
+        time = cross / bandwidth
+        if single:
+            opts += [(p, b, b * one, max(time, math.ceil(held / b)), pos)
+                     for b in range(min(2, buffers), buffers + 1)]  # fmt: skip
+        else:
+            opts.append((p, 1, one, time + windows * tile_time, pos))
+            opts += [(p, b, b * one, time, pos) for b in range(2, buffers + 1)]
+    return opts
+
+
+def _pick(opts: list[list], budget: int) -> tuple | None:
+    """The choice (one option per operand) within ``budget`` bytes with the least total link
+    time, then the fewest buffers, then the least room (ties: the first in product order);
+    None when nothing fits."""
+    best = None
+    if len(opts) == 1:
+        for o in opts[0]:
+            if o[2] <= budget:
+                key = (o[3], o[1], o[2])
+                if best is None or key < best[0]:
+                    best = (key, (o,))
+        return None if best is None else best[1]
+    for a in opts[0]:
+        room = budget - a[2]
+        for b in opts[1]:
+            if b[2] <= room:
+                key = (a[3] + b[3], a[1] + b[1], a[2] + b[2])
+                if best is None or key < best[0]:
+                    best = (key, (a, b))
+    return None if best is None else best[1]
+
+
+def _evaluate(space: _Space, costs: _TileCosts, loops: tuple[Loop, ...]):
+    """The mapper's choice of keep positions for ``loops`` (per level, outermost first: the
+    options of :func:`_options` minimising the parent links' time within the level's budget,
+    never keeping more than the parent) and its rank by the fast closed-form bound, as
+    ``((cycles × (1 + steps / STEP_WEIGHT), DRAM bytes), choices)`` (choices: per (operand,
+    level) the option of :func:`_options`); None if a level cannot hold any choice.
+
+    The bound: the slowest of the unit (every step at its exact time), every port (bytes
+    crossing each link) and every single-step window's slots, plus the first tiles' path to the
+    unit and the bubbles of single-buffered windows."""
+    positions = {x: _positions(space, costs.tile, loops, x) for x in "AB"}
+    floor = {"A": 1, "B": 1}
+    chosen = {}
+    for level, operands in space.levels:
+        opts = [_options(space, costs, positions[x], x, level, floor[x]) for x in operands]
+        choice = _pick(opts, costs.budget[level])
+        if choice is None:
+            return None
+        for x, c in zip(operands, choice):
+            chosen[(x, level)] = c
+            floor[x] = c[0]
+    steps, mem = costs.steps, space.memory
+    busy = dict(space.c_busy)
+    slots, bubbles, dram = 0.0, 0, space.c_dram
+    for x in "AB":
+        for src, dst in space.hops[x]:
+            _, b, _, _, (_, _, nbytes, single, windows) = chosen[(x, dst)]
+            if single:
+                slots = max(slots, costs.tile_time[(x, dst)] * steps / b)
+            elif b == 1:
+                bubbles += windows * costs.tile_time[(x, dst)]
+            if src == 0:
+                dram += nbytes
+            for port, cycles in mem.port_cycles(src, dst, nbytes):
+                busy[port] = busy.get(port, 0) + cycles
+    cycles = costs.fill + max([costs.compute, slots, *busy.values()]) + bubbles
+    return (cycles * (1 + steps / STEP_WEIGHT), dram), chosen
+
+
+def _keep(chosen: dict) -> tuple:
+    """``Mapping.keep`` of the choices of :func:`_evaluate`."""
+    return tuple(sorted((k, c[0], c[1]) for k, c in chosen.items()))
+
+
+def estimate(arch: Arch, op: MatmulOp, mapping: Mapping) -> Estimate:
+    """The closed-form model of a mapping (the twin, ``twin.py``) with its byte totals and the
+    resource that binds (the one with the most busy cycles)."""
+    prog = Program(arch, op, mapping)
+    mem = prog.memory
+    busy: dict = {}
+    for link, nbytes in zip(prog.links, prog.link_bytes):
+        for port, cycles in mem.port_cycles(link.src, link.dst, nbytes):
+            label = f"{arch.memory[port[0]].name}:{port[1]}"
+            busy[label] = busy.get(label, 0) + cycles
+    compute = prog.compute_cycles
+    slowest = max(busy.items(), key=lambda kv: kv[1], default=("compute", 0))
+    bound = slowest[0] if slowest[1] > compute else "compute"
+    dram = sum(b for ln, b in zip(prog.links, prog.link_bytes) if 0 in (ln.src, ln.dst))
+    return Estimate(twin_cycles(prog), compute, busy, prog.link_bytes, dram, bound)
+
+
+def _tiles(space: _Space) -> list[StepTile]:
+    """The fitting step tiles worth scoring: the maximal ones (no other fitting tile covers at
+    least as much in every dimension, extents clipped to the GEMM), and each of those with K
+    halved or quartered (shorter steps pipeline loads more finely); of tiles with the same
+    extents, the smallest."""
+    op = space.op
+    by_ext: dict[tuple[int, int, int], StepTile] = {}
+    for t in sorted(space.unit.step_tiles(op.M, op.K, op.N, space.rate),
+                    key=lambda t: (t.tm, t.tk, t.tn)):  # fmt: skip
+        by_ext.setdefault((min(t.tm, op.M), min(t.tk, op.K), min(t.tn, op.N)), t)
+    exts = [e for e in by_ext if space.fits(*e)]  # whether a tile fits depends on its extents
+    # a tile covered by another is covered by a maximal one, which comes first in this order
+    maximal: list[tuple[int, int, int]] = []
+    for e in sorted(exts, reverse=True):
+        if not any(o[0] >= e[0] and o[1] >= e[1] and o[2] >= e[2] for o in maximal):
+            maximal.append(e)
+    ks: dict[tuple[int, int], list[int]] = {}
+    for m, k, n in exts:
+        ks.setdefault((m, n), []).append(k)
+    keep = set(maximal)
+    for m, k, n in maximal:
+        for div in (2, 4):
+            smaller = [kk for kk in ks[(m, n)] if kk <= k // div]
+            if smaller:
+                keep.add((m, max(smaller), n))
+    return [by_ext[e] for e in sorted(keep)]
+
+
+def _nests(space: _Space, costs: _TileCosts):
+    """The loop nests of one step tile, in the search's order: both outer orders, and per
+    order every block of the outer dimension (:func:`_divisors` of its tile count)."""
+    for outer in ("mn", "nm"):
+        x = outer[0]
+        for block in _divisors(costs.n[x]):
+            yield nest(costs.tile, space.op.count, costs.n, outer, outer, {x: block, outer[1]: 1})
+
+
+def candidates(arch: Arch, op: MatmulOp):
+    """Every mapping of the search space in enumeration order, as (rank, enumeration key,
+    mapping): the exhaustive search that :func:`_shortlist` prunes (the tests compare them)."""
+    space = _Space(arch, op)
+    for t, tile in enumerate(_tiles(space)):
+        costs = _tile_costs(space, tile)
+        for j, loops in enumerate(_nests(space, costs)):
+            scored = _evaluate(space, costs, loops)
+            if scored is not None:
+                yield scored[0], (t, j), Mapping(tile, loops, _keep(scored[1]))
