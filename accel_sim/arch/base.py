@@ -39,3 +39,6 @@ MAX_PARALLEL = 2**20
 MAX_RATE = 64
 #: Smallest efficiency factor (the largest slowdown is 1000×).
 MIN_EFFICIENCY = 1e-3
+#: Most cores of one chip (``Arch.cores``): each shares the shared levels' bandwidth, and the
+#: partitioner (``engine/chip.py``) enumerates grids up to this size.
+MAX_CORES = 1024

@@ -22,6 +22,7 @@ from accel_sim.arch.base import (
     MAX_BYTES_PER_CYCLE,
     MAX_CAPACITY_BYTES,
     MAX_CLOCK_HZ,
+    MAX_CORES,
     MAX_ENERGY_VALUE,
     MAX_LATENCY_CYCLES,
     MAX_PARALLEL,
@@ -115,6 +116,13 @@ class MemoryLevel(Strict):
     buffers: StrictInt = Field(
         2, ge=1, le=4, description="tiles in flight per operand (2 = double buffering)"
     )
+    shared: StrictBool = Field(
+        False,
+        description="one level for the whole chip, shared by its cores (capacity and "
+        "bandwidths are the chip's totals, divided among the cores a matmul keeps busy: "
+        "engine/chip.py); false = one such level per core (capacity and bandwidths per core). "
+        "Shared levels are the outermost ones; never the innermost level of an operand",
+    )
 
 
 def _energy_error(loc: tuple[str, ...], message: str, value: object = None) -> None:
@@ -186,6 +194,14 @@ class Arch(Strict):
         le=MAX_CLOCK_HZ,
         description=f"matrix-unit clock, Hz, {MIN_CLOCK_HZ:.0e}..{MAX_CLOCK_HZ:.0e}",
     )
+    cores: StrictInt = Field(
+        1,
+        ge=1,
+        le=MAX_CORES,
+        description=f"identical cores on the chip, 1..{MAX_CORES}: each has the compute unit, "
+        "the vector unit, the early-bird comparator and one of every per-core memory level; "
+        "levels marked shared are one for the chip (engine/chip.py partitions each matmul)",
+    )
     compute: AnyComputeUnit
     vector: VectorUnit
     early_bird: EarlyBirdComparator | None = None
@@ -243,7 +259,25 @@ class Arch(Strict):
                 raise ValueError(f"memory level {level.name}: only the outermost level is dram")
             if level.max_inflight_bytes is not None:
                 raise ValueError(f"memory level {level.name}: max_inflight_bytes is for dram")
+        self._check_shared()
         return self
+
+    def _check_shared(self) -> None:
+        """Shared levels form the outer part of the hierarchy; no operand's innermost level
+        (the one the unit reads or accumulates in) is shared."""
+        for outer, inner in zip(self.memory, self.memory[1:]):
+            if inner.shared and not outer.shared:
+                raise ValueError(
+                    f"memory level {inner.name} is shared but {outer.name} outside "
+                    "it is per-core: shared levels must be the outermost ones"
+                )
+        for operand in ("A", "B", "C"):
+            innermost = self.path(operand)[-1]
+            if innermost.shared:
+                raise ValueError(
+                    f"memory level {innermost.name} is operand {operand}'s innermost "
+                    "level (the compute unit's own buffer): it cannot be shared"
+                )
 
     _origin: str = PrivateAttr("")
 

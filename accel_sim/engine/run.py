@@ -25,12 +25,9 @@ from dataclasses import dataclass, field, replace
 
 from accel_sim.arch.schema import Arch
 from accel_sim.dataflow.plan import ComparatorOp, MatmulOp, Plan, TransferOp, VectorOp
-from accel_sim.engine.counts import ActionCounts, matmul_counts
-from accel_sim.engine.des import simulate_program
-from accel_sim.engine.mapper import map_matmul
+from accel_sim.engine.chip import simulate_matmul
+from accel_sim.engine.counts import ActionCounts
 from accel_sim.engine.memory import MemorySystem
-from accel_sim.engine.program import Program
-from accel_sim.engine.twin import twin_cycles
 from accel_sim.errors import UserInputError
 
 
@@ -60,20 +57,15 @@ _CACHE_LIMIT = 20000
 
 
 def _matmul(arch: Arch, op: MatmulOp, engine: str, collapse: bool) -> OpResult:
+    """One matmul through the engine (``engine/chip.py``: one core as it is, a chip partitioned
+    across its cores), cached by content. ``unit_cycles`` counts every core's units, so the
+    reported utilization is the chip's."""
     key = (arch.fingerprint, replace(op, name=""), engine, collapse)
     hit = _CACHE.get(key)
     if hit is None:
-        program = Program(arch, replace(op, name=""), map_matmul(arch, op))
-        if engine == "twin":
-            cycles, compute, stalls = twin_cycles(program), program.compute_cycles, Counter()
-            if cycles > compute:
-                stalls["twin:memory"] = cycles - compute
-        else:
-            timing = simulate_program(program, collapse=collapse)
-            cycles, compute, stalls = timing.cycles, timing.compute_cycles, Counter(timing.stalls)
-        rate = program.rate
-        hit = OpResult(op.name, "matmul", cycles, compute, stalls, matmul_counts(program),
-                       unit_cycles=op.macs / rate)  # fmt: skip
+        run = simulate_matmul(arch, op, engine, collapse)
+        hit = OpResult(op.name, "matmul", run.cycles, run.compute_cycles, run.stalls, run.counts,
+                       unit_cycles=op.macs / (run.rate * arch.cores))  # fmt: skip
         if len(_CACHE) >= _CACHE_LIMIT:
             _CACHE.clear()
         _CACHE[key] = hit

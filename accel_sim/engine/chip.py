@@ -1,0 +1,371 @@
+"""Whole chips: a matmul partitioned across ``Arch.cores`` cores that share the outer levels.
+
+A chip is ``cores`` copies of one core (compute unit, vector unit, every per-core memory level)
+around the levels marked ``shared`` (L2 and DRAM on the shipped chips; capacities and bandwidths
+of a shared level are the chip's totals). A matmul is split on a grid ``gb × gm × gn × gk``
+(instances, rows of A, columns of B, the reduction dimension); each core runs one sub-GEMM.
+
+**Contention model** (docs/engine.md, "Whole chips"): each core's sub-GEMM is mapped and
+simulated by the single-core engine on a *per-core view* of the chip — the per-core levels as
+they are, every shared level with ``1/active`` of its capacity, its bandwidths and its DRAM
+in-flight window (``active`` = the cores the partition keeps busy). That is exact for symmetric
+sub-GEMMs running in lockstep under fair arbitration, which is what a balanced grid gives; the
+chip's cycles are the slowest core's (the one with the largest part in every dimension), action
+counts (hence energy) are summed over every core's own sub-GEMM. Not modelled: reuse of a shared
+operand in L2 across cores (each core fetches its own A and B), and cores that finish early
+handing their bandwidth to the others (so remainder parts cost the slowest core's time).
+
+**K split.** With ``gk > 1`` every core writes its partial sums (at the accumulator width) out
+through its C path to DRAM, then the active cores' vector units add the ``gk`` partials and
+apply the epilogue, costed as one streaming pass over DRAM by :class:`MemorySystem` (``reduce``).
+
+**Choice of grid.** Grids are ranked by a lower bound in cycles: the slowest core's compute time
+(the unit's step timing over its sub-GEMM, edges padded; divided by the matmul efficiency) vs the
+chip's DRAM time for the bytes every core reads and writes once, plus the reduction. The DES
+runs only the winner. Splits are aligned to the unit's step granule (a cube block, an array side).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, replace
+
+from accel_sim.arch.schema import Arch
+from accel_sim.dataflow.plan import MatmulOp
+from accel_sim.engine.counts import ActionCounts, matmul_counts
+from accel_sim.engine.des import simulate_program
+from accel_sim.engine.mapper import map_matmul
+from accel_sim.engine.memory import MemorySystem
+from accel_sim.engine.program import Program, matmul_efficiency
+from accel_sim.engine.twin import twin_cycles
+
+#: Dimensions a matmul is split along, in the order of :attr:`Partition.grid`.
+DIMS = ("count", "M", "N", "K")
+
+
+@dataclass(frozen=True)
+class Split:
+    """One dimension of ``size`` elements cut into parts of ``part`` (the last one ``last``)."""
+
+    size: int
+    part: int
+
+    @property
+    def parts(self) -> int:
+        return -(-self.size // self.part)
+
+    @property
+    def last(self) -> int:
+        return self.size - (self.parts - 1) * self.part
+
+    def sizes(self) -> dict[int, int]:
+        """Part size → how many parts have it."""
+        out = Counter({self.part: self.parts - 1})
+        out[self.last] += 1
+        return {s: n for s, n in out.items() if n}
+
+
+@dataclass(frozen=True)
+class Partition:
+    """A matmul's split across cores: one :class:`Split` per dimension of :data:`DIMS`."""
+
+    splits: tuple[Split, Split, Split, Split]
+    bound_cycles: float = 0.0
+
+    @property
+    def grid(self) -> tuple[int, ...]:
+        return tuple(s.parts for s in self.splits)
+
+    @property
+    def active(self) -> int:
+        """Cores that run a sub-GEMM (the others idle)."""
+        return math.prod(self.grid)
+
+    def largest(self, op: MatmulOp) -> MatmulOp:
+        """The sub-GEMM of the slowest core: the largest part in every dimension."""
+        return sub_op(op, *(s.part for s in self.splits), self.grid[3])
+
+    def parts(self, op: MatmulOp) -> list[tuple[MatmulOp, int]]:
+        """Every distinct sub-GEMM and how many cores run it (their MACs add up to ``op``'s)."""
+        out: list[tuple[MatmulOp, int]] = []
+        b, m, n, k = (s.sizes() for s in self.splits)
+        for cb, nb in b.items():
+            for cm, nm in m.items():
+                for cn, nn in n.items():
+                    for ck, nk in k.items():
+                        out.append((sub_op(op, cb, cm, cn, ck, self.grid[3]), nb * nm * nn * nk))
+        return out
+
+    def describe(self) -> str:
+        names = ("instances", "M", "N", "K")
+        cut = [
+            f"{name} {s.size} in {s.parts} x {s.part}"
+            + (f" (last {s.last})" if s.last != s.part else "")
+            for name, s in zip(names, self.splits)
+            if s.parts > 1
+        ]
+        return " · ".join(cut) if cut else "not split"
+
+
+def sub_op(op: MatmulOp, count: int, M: int, N: int, K: int, gk: int) -> MatmulOp:
+    """One core's part of ``op``; with a K split (``gk > 1``) it writes partial sums at the
+    accumulator width and leaves the epilogue to the reduction."""
+    if gk == 1:
+        return replace(op, count=count, M=M, N=N, K=K)
+    return replace(
+        op,
+        count=count,
+        M=M,
+        N=N,
+        K=K,
+        c_bits=float(op.accumulator_bits),
+        epilogue_ops_per_output=0.0,
+    )
+
+
+_VIEWS: dict[tuple[str, int], Arch] = {}
+
+
+def core_view(arch: Arch, active: int) -> Arch:
+    """One core of ``arch`` with ``1/active`` of every shared level's capacity, bandwidths and
+    in-flight window (a single-core :class:`Arch` the engine runs as it is)."""
+    if arch.cores == 1:
+        return arch
+    key = (arch.fingerprint, active)
+    view = _VIEWS.get(key)
+    if view is None:
+        levels = []
+        for level in arch.memory:
+            if level.shared and active > 1:
+                update = {
+                    "capacity_bytes": max(1, level.capacity_bytes // active),
+                    "read_bytes_per_cycle": level.read_bytes_per_cycle / active,
+                    "write_bytes_per_cycle": level.write_bytes_per_cycle / active,
+                }
+                if level.max_inflight_bytes is not None:
+                    update["max_inflight_bytes"] = max(1, level.max_inflight_bytes // active)
+                level = level.model_copy(update=update)
+            levels.append(level)
+        view = arch.model_copy(update={"cores": 1, "memory": levels})
+        if len(_VIEWS) >= 512:
+            _VIEWS.clear()
+        _VIEWS[key] = view
+    return view
+
+
+def stream_view(arch: Arch) -> Arch:
+    """``arch`` as one wide core for a streaming (vector or transfer) pass split evenly over
+    all its cores: vector lanes and per-core levels' capacities and bandwidths × cores, shared
+    levels as they are. Exact up to rounding for an even split; ``arch`` itself on one core."""
+    if arch.cores == 1:
+        return arch
+    n = arch.cores
+    levels = [
+        level
+        if level.shared
+        else level.model_copy(
+            update={
+                "capacity_bytes": level.capacity_bytes * n,
+                "read_bytes_per_cycle": level.read_bytes_per_cycle * n,
+                "write_bytes_per_cycle": level.write_bytes_per_cycle * n,
+            }
+        )
+        for level in arch.memory
+    ]
+    vector = arch.vector.model_copy(update={"bytes_per_cycle": arch.vector.bytes_per_cycle * n})
+    return arch.model_copy(update={"cores": 1, "memory": levels, "vector": vector})
+
+
+# ----------------------------------------------------------------------------- the grid
+def _granules(arch: Arch, op: MatmulOp, rate: int) -> dict[str, int]:
+    """Per dimension, the smallest step the unit takes along it (splits are multiples of it)."""
+    tiles = arch.compute.step_tiles(op.M, op.K, op.N, rate)
+    return {
+        "count": 1,
+        "M": min(t.tm for t in tiles),
+        "N": min(t.tn for t in tiles),
+        "K": min(t.tk for t in tiles),
+    }
+
+
+def _choices(size: int, granule: int, cores: int) -> list[Split]:
+    """Distinct splits of ``size`` into at most ``cores`` parts aligned to ``granule``."""
+    units = -(-size // granule)
+    seen: dict[int, Split] = {}
+    for g in range(1, min(cores, units) + 1):
+        part = min(size, -(-units // g) * granule)
+        seen.setdefault(part, Split(size, part))
+    return list(seen.values())
+
+
+#: Largest step tiles tried by :func:`_compute_cycles` (the fewest steps: the least fill per step).
+_TILES = 4
+
+
+def _compute_cycles(arch: Arch, rate: int, eff: float, M: int, K: int, N: int) -> float:
+    """The unit's busy cycles on an ``M×K×N`` matmul: the best of its largest step tiles,
+    edges priced by :meth:`ComputeUnit.step_cycles`."""
+    unit, best = arch.compute, math.inf
+    tiles = sorted(unit.step_tiles(M, K, N, rate), key=lambda t: -t.tm * t.tk * t.tn)
+    for t in tiles[:_TILES]:
+        total = 0
+        for m, nm in _edges(M, t.tm):
+            for k, nk in _edges(K, t.tk):
+                for n, nn in _edges(N, t.tn):
+                    total += nm * nk * nn * unit.step_cycles(t, rate, m, k, n)
+        best = min(best, total)
+    return best / eff
+
+
+def _edges(size: int, tile: int) -> list[tuple[int, int]]:
+    full, rest = divmod(size, tile)
+    return [(e, n) for e, n in ((tile, full), (rest, 1)) if n and e]
+
+
+def reduce_cycles(arch: Arch, op: MatmulOp, gk: int, active: int) -> tuple[int, ActionCounts]:
+    """The K split's reduction: ``gk`` partials per output read from DRAM at the accumulator
+    width, added (``gk − 1`` ops) and finished (the epilogue) on ``active`` vector units, the
+    result written to DRAM at ``c_bits``. (cycles, action counts)."""
+    if gk <= 1:
+        return 0, ActionCounts()
+    outputs = op.M * op.N * op.count
+    read = math.ceil(outputs * gk * op.accumulator_bits / 8)
+    write = math.ceil(outputs * op.c_bits / 8)
+    ops = outputs * (gk - 1 + op.epilogue_ops_per_output)
+    lanes = arch.vector.bytes_per_cycle // 2 * active
+    cycles = arch.vector.startup_cycles + max(
+        math.ceil(ops / lanes), MemorySystem(arch).stream_cycles(0, read, write)
+    )
+    counts = ActionCounts(vector_ops=ops)
+    counts.bytes_read[arch.dram.name] += read
+    counts.bytes_written[arch.dram.name] += write
+    return cycles, counts
+
+
+def _operand_bytes(op: MatmulOp) -> dict[str, int]:
+    """Bytes of each operand of a (sub-)GEMM, scale streams with A and B."""
+    a = op.M * op.K * op.a_bits + op.M * op.a_scale_bits_per_row
+    b = op.K * op.N * op.b_bits + op.N * op.b_scale_bits_per_col
+    return {
+        x: math.ceil(op.count * v / 8)
+        for x, v in (("A", a), ("B", b), ("C", op.M * op.N * op.c_bits))
+    }
+
+
+def _port_bound(
+    arch: Arch, memory: MemorySystem, parts: list[tuple[MatmulOp, int]], largest: MatmulOp
+) -> float:
+    """Cycles of the busiest port if every operand crossed every level on its path once: a
+    shared level carries every core's bytes at the chip's rate, a per-core level the slowest
+    core's at its own rate. (A and B enter a level and leave it inward; C, except in its
+    accumulator, enters from inside and leaves outward.)"""
+    per_part = [(_operand_bytes(sub), n) for sub, n in parts]
+    mine = _operand_bytes(largest)
+    worst = 0.0
+    for i, level in enumerate(arch.memory):
+        traffic = [(b, n) for b, n in per_part] if level.shared else [(mine, 1)]
+        reads = writes = 0
+        for operand in ("A", "B", "C"):
+            path = arch.path(operand)
+            if level not in path or (operand == "C" and level is path[-1]):
+                continue
+            inner = level is not path[-1]
+            total = sum(b[operand] * n for b, n in traffic)
+            if operand == "C":
+                writes, reads = writes + total, reads + (total if i > 0 else 0)
+            else:
+                writes, reads = writes + (total if i > 0 else 0), reads + (total if inner else 0)
+        worst = max(worst, memory.access_cycles(i, reads, writes))
+    return worst
+
+
+_PARTITIONS: dict[tuple, Partition] = {}
+#: Bounds this close (relative) count as a tie.
+TIE = 0.005
+
+
+def partition(arch: Arch, op: MatmulOp) -> Partition:
+    """The grid of ``op`` on ``arch`` with the lowest bound (module docstring); among grids
+    within :data:`TIE` of it, the fewest K parts, then the most active cores (more per-core
+    ports: slack the bound does not see)."""
+    key = (arch.fingerprint, replace(op, name=""))
+    hit = _PARTITIONS.get(key)
+    if hit is not None:
+        return hit
+    rate = arch.compute.rate(op.precision, arch.origin, op.name)
+    eff = matmul_efficiency(arch, op.precision)
+    grain = _granules(arch, op, rate)
+    memory = MemorySystem(arch)
+    cores = arch.cores
+    compute: dict[tuple, float] = {}
+    found = []
+    for sb in _choices(op.count, 1, cores):
+        for sk in _choices(op.K, grain["K"], cores // sb.parts):
+            rest = cores // (sb.parts * sk.parts)
+            for sm in _choices(op.M, grain["M"], rest):
+                for sn in _choices(op.N, grain["N"], rest // sm.parts):
+                    p = Partition((sb, sm, sn, sk))
+                    shape = (sb.part, sm.part, sk.part, sn.part)
+                    if shape not in compute:
+                        compute[shape] = sb.part * _compute_cycles(arch, rate, eff, *shape[1:])
+                    ports = _port_bound(arch, memory, p.parts(op), p.largest(op))
+                    bound = (
+                        max(compute[shape], ports) + reduce_cycles(arch, op, sk.parts, p.active)[0]
+                    )
+                    found.append((bound, sk.parts, -p.active, replace(p, bound_cycles=bound)))
+    low = min(f[0] for f in found)
+    hit = min((f for f in found if f[0] <= low * (1 + TIE)), key=lambda f: f[1:3])[3]
+    if len(_PARTITIONS) >= 20000:
+        _PARTITIONS.clear()
+    _PARTITIONS[key] = hit
+    return hit
+
+
+# ----------------------------------------------------------------------------- simulation
+@dataclass
+class MatmulRun:
+    """One matmul on the chip: cycles (slowest core + reduction), that core's compute cycles
+    and stalls, action counts summed over every core, and the partition (None on one core)."""
+
+    cycles: int
+    compute_cycles: int
+    stalls: Counter
+    counts: ActionCounts
+    rate: int
+    partition: Partition | None = None
+
+
+def _core(
+    arch: Arch, op: MatmulOp, engine: str, collapse: bool
+) -> tuple[Program, int, int, Counter]:
+    program = Program(arch, replace(op, name=""), map_matmul(arch, op))
+    if engine == "twin":
+        cycles, compute = twin_cycles(program), program.compute_cycles
+        stalls = Counter({"twin:memory": cycles - compute} if cycles > compute else {})
+        return program, cycles, compute, stalls
+    timing = simulate_program(program, collapse=collapse)
+    return program, timing.cycles, timing.compute_cycles, Counter(timing.stalls)
+
+
+def simulate_matmul(
+    arch: Arch, op: MatmulOp, engine: str = "des", collapse: bool = True
+) -> MatmulRun:
+    """``op`` on ``arch``: the single-core engine on one core, else partitioned (module
+    docstring). ``engine`` is ``"des"`` or ``"twin"`` (closed form)."""
+    if arch.cores == 1:
+        program, cycles, compute, stalls = _core(arch, op, engine, collapse)
+        return MatmulRun(cycles, compute, stalls, matmul_counts(program), program.rate)
+    p = partition(arch, op)
+    view = core_view(arch, p.active)
+    largest = p.largest(op)
+    program, cycles, compute, stalls = _core(view, largest, engine, collapse)
+    counts = ActionCounts()
+    for sub, n in p.parts(op):
+        sub_program = program if sub == largest else Program(view, sub, map_matmul(view, sub))
+        counts.add(matmul_counts(sub_program), n)
+    extra, reduce_counts = reduce_cycles(arch, op, p.grid[3], p.active)
+    counts.add(reduce_counts)
+    if extra:
+        stalls["reduce:K-split"] += extra
+    return MatmulRun(cycles + extra, compute, stalls, counts, program.rate, p)
