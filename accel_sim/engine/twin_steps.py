@@ -1,0 +1,289 @@
+"""Per-step costs of the closed-form twin (``twin.py``): what each step keeps every port, the
+compute unit and the epilogue busy (cycles), the chains of hops per operand, the output tiles and
+their ways out. Shared by the twin's body/fill/drain (``twin.py``) and its sequential-chain bounds
+(``twin_chains.py``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from accel_sim.engine.program import Program, _class_of
+
+
+def _chain(program: Program, operand: str) -> list[int]:
+    """Indices of ``operand``'s links in ``program.links``, outermost hop first (cached)."""
+    cache = program.__dict__.setdefault("_twin_chains", {})
+    chain = cache.get(operand)
+    if chain is None:
+        chain = cache[operand] = [j for j, ln in enumerate(program.links) if ln.operand == operand]
+    return chain
+
+
+def step_busy(program: Program, code: int) -> dict[object, int]:
+    """Cycles a step of class ``code`` occupies each resource: the unit, every port, the vector
+    unit, (Little's law) the slots of every level whose window is that single step, and under
+    ``"bubble"`` the serial refill of :func:`_bubble` (computed once per class: the caller must
+    not change the answer)."""
+    cache = program.__dict__.setdefault("_twin_busy", {})
+    busy = cache.get(code)
+    if busy is None:
+        busy = cache[code] = _step_busy(program, code)
+        bubble = _bubble(program, code)
+        if bubble:
+            busy[_BUBBLE] = bubble
+    return busy
+
+
+def _plan(program: Program) -> tuple:
+    """What :func:`_step_busy` needs about the program's links, computed once: per link its
+    (src, dst, port rates); per input hop (link, next link or None, innermost-slot index,
+    source latency, destination slots); the C links; the accumulator slots; per staged C hop
+    (link, next link, source latency, destination slots); epilogue lanes."""
+    plan = program.__dict__.get("_twin_plan")
+    if plan is None:
+        mem = program.memory
+        links = tuple((ln.src, ln.dst) for ln in program.links)
+        hops = []
+        for operand, l0 in (("A", 0), ("B", 1)):
+            chain = _chain(program, operand)
+            for k, j in enumerate(chain):
+                nxt = chain[k + 1] if k + 1 < len(chain) else None
+                ln = program.links[j]
+                hops.append((j, nxt, l0, mem.latency(ln.src), program.buffers(operand, ln.dst)))
+        c_chain = _chain(program, "C")
+        staged = tuple((j, c_chain[k + 1], mem.latency(program.links[j].src),
+                        program.buffers("C", program.links[j].dst))
+                       for k, j in enumerate(c_chain[:-1]))  # fmt: skip
+        plan = program.__dict__["_twin_plan"] = (
+            links, tuple(hops), c_chain[0], _acc_buffers(program), staged,
+            program.arch.vector.bytes_per_cycle // 2)  # fmt: skip
+    return plan
+
+
+def _step_busy(program: Program, code: int) -> dict[object, int]:
+    step = program.class_of(code)
+    mem = program.memory
+    links, hops, c0, acc_slots, staged, lanes = _plan(program)
+    busy: dict[object, int] = {"compute": step.compute_cycles}
+    hop = []
+    for (src, dst), nbytes in zip(links, step.link_bytes):
+        hop.append(mem.transfer_cycles(src, dst, nbytes))
+        for port, cycles in mem.port_cycles(src, dst, nbytes):
+            busy[port] = busy.get(port, 0) + cycles
+    for j, nxt, l0, latency, slots in hops:
+        closes = step.closes_src[nxt] if nxt is not None else step.closes_l0[l0]
+        if not (step.opens[j] and closes and step.link_bytes[j]):
+            continue  # a window longer than one step: its slots amortise over the window
+        held = hop[j] + latency + (hop[nxt] if nxt is not None else step.compute_cycles)
+        busy[("slots", j)] = math.ceil(held / slots)
+    epilogue = 0
+    if program.op.epilogue_ops_per_output and step.outputs:
+        epilogue = math.ceil(step.outputs * program.op.epilogue_ops_per_output / lanes)
+        busy["vector"] = epilogue
+    # output slots (Little's law): an accumulator tile is held from its first K step through
+    # the epilogue and its store; an output tile staged in a level, from its arrival until it
+    # has left for the next one
+    acc = step.compute_cycles
+    if step.closes_accumulator:
+        acc += epilogue + hop[c0]
+    busy[("acc",)] = math.ceil(acc / acc_slots)
+    for j, nxt, latency, slots in staged:
+        if step.link_bytes[j]:
+            busy[("cslots", j)] = math.ceil((hop[j] + latency + hop[nxt]) / slots)
+    return busy
+
+
+def _group_loop(program: Program) -> int:
+    """The innermost loop that iterates: one sweep of it is a *group* of steps."""
+    for i in range(len(program.count) - 1, -1, -1):
+        if program.count[i] > 1:
+            return i
+    return -1
+
+
+def _group_codes(program: Program, g: int, radix: int, outer: int) -> list[int]:
+    """Every class code of the steps of one group of class ``outer``."""
+    if g < 0:
+        return [outer]
+    count = program.count[g]
+    digits = (0, 2) if count == 2 else (0, 1, 2) if count > 2 else (3,)
+    return [outer + d * radix for d in digits]
+
+
+def _downstream(program: Program, code: int) -> dict[object, int]:
+    """The part of :func:`step_busy` that serves the output a step closes (epilogue, stores,
+    output slots): it follows the step's compute (cached per class)."""
+    cache = program.__dict__.setdefault("_twin_down", {})
+    down = cache.get(code)
+    if down is not None:
+        return down
+    step = program.class_of(code)
+    down = cache[code] = {}
+    if not step.closes_accumulator:
+        return down
+    busy = step_busy(program, code)
+    mem = program.memory
+    for r in busy:
+        if r == "vector" or (isinstance(r, tuple) and r[0] in ("acc", "cslots")):
+            down[r] = busy[r]
+    if ("acc",) in busy:  # only the hold beyond the step's own compute
+        down[("acc",)] = busy[("acc",)] - math.ceil(step.compute_cycles / _acc_buffers(program))
+    for j in _chain(program, "C"):
+        link = program.links[j]
+        for port, cycles in mem.port_cycles(link.src, link.dst, step.link_bytes[j]):
+            down[port] = down.get(port, 0) + cycles
+    return down
+
+
+def _port_totals(program: Program) -> tuple[dict, dict]:
+    """(load cycles, store cycles) per port over the whole matmul (cached)."""
+    totals = program.__dict__.get("_twin_ports")
+    if totals is None:
+        mem = program.memory
+        loads: dict[object, int] = defaultdict(int)
+        stores: dict[object, int] = defaultdict(int)
+        for link, nbytes in zip(program.links, program.link_bytes):
+            for port, cycles in mem.port_cycles(link.src, link.dst, nbytes):
+                (stores if link.operand == "C" else loads)[port] += cycles
+        totals = program.__dict__["_twin_ports"] = (dict(loads), dict(stores))
+    return totals
+
+
+def _acc_buffers(program: Program) -> int:
+    c_chain = _chain(program, "C")
+    return program.buffers("C", program.links[c_chain[0]].src)
+
+
+_BUBBLE = "bubble"
+
+
+def _bubble(program: Program, code: int) -> int:
+    """A single-buffered window spanning several steps cannot prefetch its successor: when
+    the step opens such a window, its first tile's way in (transfer + latency) is serial."""
+    step = program.class_of(code)
+    links, hops = _plan(program)[:2]
+    delay = 0
+    for j, nxt, l0, latency, slots in hops:
+        if slots != 1 or not step.opens[j]:
+            continue
+        if step.closes_src[nxt] if nxt is not None else step.closes_l0[l0]:
+            continue  # a one-step window: the Little's-law slot bound covers it
+        src, dst = links[j]
+        delay = max(delay, program.memory.transfer_cycles(src, dst, step.link_bytes[j]) + latency)
+    return delay
+
+
+def _turnover(program: Program, g: int, radix: int, outer: int) -> dict[object, int]:
+    """Per port, the cycles it idles at the end of a group of class ``outer`` waiting for a slot.
+
+    A one-step window's slots are freed in step order. When a group ends in a short step (the
+    edge tile of its loop) after a full one, the port moves the short tile at once and then
+    idles until the full step's slot — held for its transfer, the source latency and the next
+    hop — comes free: ``held(full) − transfer(full) − transfer(short)`` (two slots; with ``b``
+    slots, the step ``b`` back and the ``b`` transfers since), which the group's Little's-law
+    average (Σ held / b) hides. It costs time only where the port paces the group."""
+    count = program.count[g]
+    links, hops = _plan(program)[:2]
+    mem = program.memory
+    idle: dict[object, int] = {}
+    for j, nxt, l0, latency, slots in hops:
+        if slots < 2 or slots > count:
+            continue
+        steps = [program.class_of(outer + _class_of(i, count) * radix)
+                 for i in range(count - slots, count)]  # fmt: skip
+        head = steps[0]
+        closes = head.closes_src[nxt] if nxt is not None else head.closes_l0[l0]
+        if not (head.opens[j] and closes and head.link_bytes[j]):
+            continue
+        src, dst = links[j]
+        hop = [mem.transfer_cycles(src, dst, s.link_bytes[j]) for s in steps]
+        after = head.compute_cycles if nxt is None else mem.transfer_cycles(
+            *links[nxt], head.link_bytes[nxt])  # fmt: skip
+        wait = hop[0] + latency + after - sum(hop)
+        if wait > 0:
+            for port in mem.hop_ports(src, dst):
+                idle[port] = max(idle.get(port, 0), wait)
+    return idle
+
+
+def _digit_count(count: int, digit: int) -> int:
+    """Steps of one sweep of a loop of ``count`` iterations whose index class is ``digit``."""
+    return {0: 1, 1: count - 2, 2: 1, 3: 1}[digit]
+
+
+def _epilogue(program: Program, outputs: int) -> int:
+    if not (program.op.epilogue_ops_per_output and outputs):
+        return 0
+    lanes = program.arch.vector.bytes_per_cycle // 2
+    return math.ceil(outputs * program.op.epilogue_ops_per_output / lanes)
+
+
+def _way_out(program: Program, step, start: int, free: dict) -> int:
+    """When an output tile closed by ``step`` at ``start`` (its epilogue done) has left through
+    every C hop, queueing on ports busy until ``free`` (updated)."""
+    mem = program.memory
+    t = start
+    c_chain = _chain(program, "C")
+    for k, j in enumerate(c_chain):
+        link, nbytes = program.links[j], step.link_bytes[j]
+        if not nbytes:
+            continue
+        ports = mem.port_cycles(link.src, link.dst, nbytes)
+        t = max(t, *(free.get(p, t) for p, _ in ports))
+        for p, cycles in ports:
+            free[p] = t + cycles
+        t += mem.transfer_cycles(link.src, link.dst, nbytes)
+        if k < len(c_chain) - 1:
+            t += mem.latency(link.src)
+    return t
+
+
+def _tile_steps(program: Program) -> int:
+    """Steps of one output tile (the loops inside the accumulator's window)."""
+    r_acc = program.window("C", program.inner["C"])[0]
+    return math.prod(program.count[r_acc + 1 :])
+
+
+def _inner_count(program: Program, code: int, r: int) -> int:
+    """Steps per window of loop ``r`` whose loops inside ``r`` have the digits of ``code``."""
+    digits = program.decode(code)
+    return math.prod(_digit_count(program.count[i], digits[i]) if program.count[i] > 1 else 1
+                     for i in range(r + 1, len(program.count)))  # fmt: skip
+
+
+def output_tiles(program: Program) -> dict[int, tuple[int, int, object]]:
+    """Per class of output tile (the digits of the loops outside the accumulator's window, as a
+    code with the inner digits zeroed): (how many tiles, compute cycles of one tile's steps, the
+    class of its closing step). Computed once per program."""
+    cached = program.__dict__.get("_twin_tiles")
+    if cached is None:
+        cached = program.__dict__["_twin_tiles"] = _output_tiles(program)
+    return cached
+
+
+def _output_tiles(program: Program) -> dict[int, tuple[int, int, object]]:
+    r = program.window("C", program.inner["C"])[0]
+    inner = program._radix[r] if r >= 0 else 4 ** len(program.count)
+    tiles: dict[int, list] = {}
+    for code, n in program.multiplicity.items():
+        outer = code - code % inner
+        per_tile = _inner_count(program, code, r)
+        step = program.class_of(code)
+        entry = tiles.setdefault(outer, [n // per_tile, 0, None])
+        entry[1] += step.compute_cycles * per_tile
+        if step.closes_accumulator:
+            entry[2] = step
+    return {k: tuple(v) for k, v in tiles.items()}
+
+
+def _tile_code(program: Program, t: int) -> int:
+    """The output-tile class (see :func:`output_tiles`) of the ``t``-th output tile."""
+    r = program.window("C", program.inner["C"])[0]
+    code = 0
+    for i in range(r, -1, -1):
+        n = program.count[i]
+        code += _class_of(t % n, n) * program._radix[i]
+        t //= n
+    return code
