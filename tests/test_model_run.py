@@ -154,7 +154,8 @@ def test_cli_report_json_and_out(tmp_path, capsys):
     assert _cli(["model", "gpt2-small", "--phase", "prefill", "--tokens", "16",
                  "--dataflow", "fp16", "w8a8", "--stats-from", "none"]) == 0  # fmt: skip
     text = capsys.readouterr().out
-    assert "model gpt2-small" in text and "ascend_like_cube" in text and "prefill" in text
+    assert "model gpt2-small" in text and "ascend910b_chip" in text and "prefill" in text
+    assert "whole chip: 24 cores" in text  # the default is a chip and the header says so
     assert "share of cycles per layer kind" in text and "attn_qk" in text
     out = tmp_path / "rows.csv"
     assert _cli(["model", "gpt2-small", "--phase", "decode", "--tokens", "2", "--kv-len", "8",

@@ -2,8 +2,9 @@
 
 A chip is ``cores`` copies of one core (compute unit, vector unit, every per-core memory level)
 around the levels marked ``shared`` (L2 and DRAM on the shipped chips; capacities and bandwidths
-of a shared level are the chip's totals). A matmul is split on a grid ``gb × gm × gn × gk``
-(instances, rows of A, columns of B, the reduction dimension); each core runs one sub-GEMM.
+of a shared level are the chip's totals). A matmul is split on a grid ``gm × gn × gk`` (rows
+of A, columns of B, the reduction dimension); each core runs one sub-GEMM with all of the op's
+instances (``count``: never split, since a model's layers are instances and depend on each other).
 
 **Contention model** (docs/engine.md, "Whole chips"): each core's sub-GEMM is mapped and
 simulated by the single-core engine on a *per-core view* of the chip — the per-core levels as
@@ -21,7 +22,8 @@ apply the epilogue, costed as one streaming pass over DRAM by :class:`MemorySyst
 
 **Choice of grid.** Grids are ranked by a lower bound in cycles: the slowest core's compute time
 (the unit's step timing over its sub-GEMM, edges padded; divided by the matmul efficiency) vs the
-chip's DRAM time for the bytes every core reads and writes once, plus the reduction. The DES
+busiest port if every operand crossed every level on its path once (a shared level carrying every
+core's bytes), plus the reduction. The DES
 runs only the winner. Splits are aligned to the unit's step granule (a cube block, an array side).
 """
 
@@ -32,6 +34,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 
 from accel_sim.arch.schema import Arch
+from accel_sim.arch.units.base import StepTile
 from accel_sim.dataflow.plan import MatmulOp
 from accel_sim.engine.counts import ActionCounts, matmul_counts
 from accel_sim.engine.des import simulate_program
@@ -189,11 +192,14 @@ def _granules(arch: Arch, op: MatmulOp, rate: int) -> dict[str, int]:
     }
 
 
-def _choices(size: int, granule: int, cores: int) -> list[Split]:
-    """Distinct splits of ``size`` into at most ``cores`` parts aligned to ``granule``."""
+def _choices(size: int, granule: int, cores: int, powers_of_two: bool = False) -> list[Split]:
+    """Distinct splits of ``size`` into at most ``cores`` parts aligned to ``granule`` (only
+    1, 2, 4, ... parts with ``powers_of_two``: the K split, a reduction tree's natural sizes)."""
     units = -(-size // granule)
     seen: dict[int, Split] = {}
     for g in range(1, min(cores, units) + 1):
+        if powers_of_two and g & (g - 1):
+            continue
         part = min(size, -(-units // g) * granule)
         seen.setdefault(part, Split(size, part))
     return list(seen.values())
@@ -203,19 +209,25 @@ def _choices(size: int, granule: int, cores: int) -> list[Split]:
 _TILES = 4
 
 
-def _compute_cycles(arch: Arch, rate: int, eff: float, M: int, K: int, N: int) -> float:
-    """The unit's busy cycles on an ``M×K×N`` matmul: the best of its largest step tiles,
-    edges priced by :meth:`ComputeUnit.step_cycles`."""
+def _largest_tiles(arch: Arch, op: MatmulOp, rate: int) -> list[StepTile]:
+    tiles = arch.compute.step_tiles(op.M, op.K, op.N, rate)
+    return sorted(tiles, key=lambda t: -t.tm * t.tk * t.tn)[:_TILES]
+
+
+def _compute_cycles(arch: Arch, tiles: list[StepTile], rate: int, M: int, K: int,
+                    N: int) -> int:  # fmt: skip
+    """The unit's busy cycles on an ``M×K×N`` matmul: the best of ``tiles`` (cut to the
+    sub-GEMM), edges priced by :meth:`ComputeUnit.step_cycles`; before the matmul efficiency."""
     unit, best = arch.compute, math.inf
-    tiles = sorted(unit.step_tiles(M, K, N, rate), key=lambda t: -t.tm * t.tk * t.tn)
-    for t in tiles[:_TILES]:
+    for tile in tiles:
+        t = StepTile(min(tile.tm, M), min(tile.tk, K), min(tile.tn, N))
         total = 0
         for m, nm in _edges(M, t.tm):
             for k, nk in _edges(K, t.tk):
                 for n, nn in _edges(N, t.tn):
                     total += nm * nk * nn * unit.step_cycles(t, rate, m, k, n)
         best = min(best, total)
-    return best / eff
+    return best
 
 
 def _edges(size: int, tile: int) -> list[tuple[int, int]]:
@@ -243,39 +255,50 @@ def reduce_cycles(arch: Arch, op: MatmulOp, gk: int, active: int) -> tuple[int, 
     return cycles, counts
 
 
-def _operand_bytes(op: MatmulOp) -> dict[str, int]:
-    """Bytes of each operand of a (sub-)GEMM, scale streams with A and B."""
-    a = op.M * op.K * op.a_bits + op.M * op.a_scale_bits_per_row
-    b = op.K * op.N * op.b_bits + op.N * op.b_scale_bits_per_col
-    return {
-        x: math.ceil(op.count * v / 8)
-        for x, v in (("A", a), ("B", b), ("C", op.M * op.N * op.c_bits))
-    }
+def _operand_bytes(op: MatmulOp, M: int, N: int, K: int) -> tuple[int, int, int]:
+    """Bytes of A, B and C of ``op``'s ``M×K×N`` part (all instances; scale streams with A, B)."""
+    a = M * K * op.a_bits + M * op.a_scale_bits_per_row
+    b = K * N * op.b_bits + N * op.b_scale_bits_per_col
+    c = M * N * (op.accumulator_bits if K < op.K else op.c_bits)
+    return tuple(math.ceil(op.count * v / 8) for v in (a, b, c))
 
 
-def _port_bound(
-    arch: Arch, memory: MemorySystem, parts: list[tuple[MatmulOp, int]], largest: MatmulOp
-) -> float:
-    """Cycles of the busiest port if every operand crossed every level on its path once: a
-    shared level carries every core's bytes at the chip's rate, a per-core level the slowest
-    core's at its own rate. (A and B enter a level and leave it inward; C, except in its
-    accumulator, enters from inside and leaves outward.)"""
-    per_part = [(_operand_bytes(sub), n) for sub, n in parts]
-    mine = _operand_bytes(largest)
-    worst = 0.0
+def _roles(arch: Arch) -> list[tuple[int, bool, tuple[tuple[int, bool, bool], ...]]]:
+    """Per level: (index, shared, ((operand 0/1/2, read, written), ...)) if every operand
+    crossed every level on its path once: A and B are written into a level (not the DRAM) and
+    read from it inward; C, outside its accumulator, is written from inside and read outward
+    (not from the DRAM)."""
+    out = []
     for i, level in enumerate(arch.memory):
-        traffic = [(b, n) for b, n in per_part] if level.shared else [(mine, 1)]
-        reads = writes = 0
-        for operand in ("A", "B", "C"):
+        roles = []
+        for x, operand in enumerate("ABC"):
             path = arch.path(operand)
             if level not in path or (operand == "C" and level is path[-1]):
                 continue
-            inner = level is not path[-1]
-            total = sum(b[operand] * n for b, n in traffic)
             if operand == "C":
-                writes, reads = writes + total, reads + (total if i > 0 else 0)
+                roles.append((x, i > 0, True))
             else:
-                writes, reads = writes + (total if i > 0 else 0), reads + (total if inner else 0)
+                roles.append((x, level is not path[-1], i > 0))
+        out.append((i, level.shared, tuple(roles)))
+    return out
+
+
+def _port_bound(memory: MemorySystem, roles, op: MatmulOp, p: Partition) -> float:
+    """Cycles of the busiest port under :func:`_roles`' traffic: a shared level carries every
+    core's bytes at the chip's rate, a per-core level the slowest core's at its own rate."""
+    _, sm, sn, sk = p.splits
+    mine = _operand_bytes(op, sm.part, sn.part, sk.part)
+    every = [0, 0, 0]
+    for m, nm in sm.sizes().items():
+        for n, nn in sn.sizes().items():
+            for k, nk in sk.sizes().items():
+                for x, v in enumerate(_operand_bytes(op, m, n, k)):
+                    every[x] += nm * nn * nk * v
+    worst = 0.0
+    for i, shared, level_roles in roles:
+        traffic = every if shared else mine
+        reads = sum(traffic[x] for x, read, _ in level_roles if read)
+        writes = sum(traffic[x] for x, _, written in level_roles if written)
         worst = max(worst, memory.access_cycles(i, reads, writes))
     return worst
 
@@ -296,20 +319,24 @@ def partition(arch: Arch, op: MatmulOp) -> Partition:
     rate = arch.compute.rate(op.precision, arch.origin, op.name)
     eff = matmul_efficiency(arch, op.precision)
     grain = _granules(arch, op, rate)
-    memory = MemorySystem(arch)
+    tiles = _largest_tiles(arch, op, rate)
+    memory, roles = MemorySystem(arch), _roles(arch)
     cores = arch.cores
     compute: dict[tuple, float] = {}
     found = []
-    for sb in _choices(op.count, 1, cores):
-        for sk in _choices(op.K, grain["K"], cores // sb.parts):
+    # instances are never split: a model's layers are instances of one op and depend on each
+    # other; heads could be, but the op does not say which its instances are
+    for sb in (Split(op.count, op.count),):
+        for sk in _choices(op.K, grain["K"], cores // sb.parts, powers_of_two=True):
             rest = cores // (sb.parts * sk.parts)
             for sm in _choices(op.M, grain["M"], rest):
                 for sn in _choices(op.N, grain["N"], rest // sm.parts):
                     p = Partition((sb, sm, sn, sk))
                     shape = (sb.part, sm.part, sk.part, sn.part)
                     if shape not in compute:
-                        compute[shape] = sb.part * _compute_cycles(arch, rate, eff, *shape[1:])
-                    ports = _port_bound(arch, memory, p.parts(op), p.largest(op))
+                        busy = _compute_cycles(arch, tiles, rate, *shape[1:])
+                        compute[shape] = sb.part * busy / eff
+                    ports = _port_bound(memory, roles, op, p)
                     bound = (
                         max(compute[shape], ports) + reduce_cycles(arch, op, sk.parts, p.active)[0]
                     )
@@ -369,3 +396,11 @@ def simulate_matmul(
     if extra:
         stalls["reduce:K-split"] += extra
     return MatmulRun(cycles + extra, compute, stalls, counts, program.rate, p)
+
+
+def scope(arch: Arch) -> str:
+    """One line for report headers: whether ``arch`` is one core or a whole chip."""
+    if arch.cores == 1:
+        return "single core (cores: 1)"
+    shared = [level.name for level in arch.memory if level.shared]
+    return f"whole chip: {arch.cores} cores" + (f" sharing {', '.join(shared)}" if shared else "")

@@ -14,7 +14,8 @@ same way for all of them. Modelling assumptions (also in every result's ``notes`
   element; each op reads its FP16 inputs (two streams for residual adds and the gated
   activation, one otherwise) and writes one FP16 output. One op (one start-up) covers a whole
   layer of one forward pass: every token, sequence and head (the softmax of all heads is one
-  kernel, not one per head).
+  kernel, not one per head). On a chip (``cores`` > 1) each op is split evenly over every
+  core's vector unit (``engine/chip.py: stream_view``); matmuls are partitioned by the engine.
 * **Statistics**: data-dependent dataflows (OSC, MUXQ, LLM.int8(), OPS) take a real trace's
   statistics *by layer kind* (:class:`~accel_sim.model_run.stats.KindStats`: medians per kind,
   channel counts scaled by K_model / K_trace); numerical errors are the trace model's.
@@ -43,6 +44,7 @@ from accel_sim.dataflow.common import FP16_BYTES
 from accel_sim.dataflow.plan import Plan, VectorOp
 from accel_sim.dataflow.registry import dataflow_names, get_dataflow
 from accel_sim.energy.model import price
+from accel_sim.engine.chip import scope, stream_view
 from accel_sim.engine.counts import ActionCounts
 from accel_sim.engine.run import launch_cycles, run_plan
 from accel_sim.errors import UserInputError
@@ -51,7 +53,8 @@ from accel_sim.workload.gemm import Gemm
 from accel_sim.workload.models import ATTENTION_KINDS, ModelSpec, VectorWork, load_model, lower
 from accel_sim.workload.trace import Trace, load_trace
 
-DEFAULT_ARCH = "ascend_like_cube"
+#: A whole chip by default (24 Da Vinci cores sharing L2 and HBM; engine/chip.py).
+DEFAULT_ARCH = "ascend910b_chip"
 DEFAULT_STATS = "smollm2-135m"
 ROW_COLUMNS = ["dataflow", "row", "op", "group", "kind", "run_as", "M", "K", "N", "elements",
                "count", "cycles", "compute_cycles", "stall_cycles", "launch_cycles", "time_s",
@@ -80,6 +83,7 @@ class ModelResult:
     extra_prefix_tokens: int
     clock_hz: float
     stats_source: str
+    arch_scope: str
     table: pd.DataFrame
     totals: pd.DataFrame
     by_kind: pd.DataFrame
@@ -88,16 +92,18 @@ class ModelResult:
     def header(self) -> str:
         shape = f"T={self.tokens} B={self.batch} kv_len={self.kv_len}" + (
             f" prefix={self.extra_prefix_tokens}" if self.extra_prefix_tokens else "")  # fmt: skip
-        return (f"accel-sim model · arch {self.arch} ({self.arch_path}) · model {self.model} · "
+        return (f"accel-sim model · arch {self.arch} ({self.arch_scope}; {self.arch_path}) · "
+                f"model {self.model} · "
                 f"{self.phase} {shape} · {self.stats_source}")  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
         def records(df):
             return json.loads(df.to_json(orient="records"))
 
-        meta = {k: getattr(self, k) for k in ("arch", "arch_path", "model", "phase", "tokens",
-                                               "batch", "kv_len", "extra_prefix_tokens",
-                                               "clock_hz", "stats_source")}  # fmt: skip
+        meta = {k: getattr(self, k) for k in ("arch", "arch_path", "arch_scope", "model",
+                                               "phase", "tokens", "batch", "kv_len",
+                                               "extra_prefix_tokens", "clock_hz",
+                                               "stats_source")}  # fmt: skip
         return {**meta, "notes": list(self.notes), "totals": records(self.totals),
                 "by_kind": records(self.by_kind), "rows": records(self.table)}  # fmt: skip
 
@@ -119,7 +125,8 @@ def _vector_row(arch: Arch, spec: ModelSpec, work: VectorWork, batch: int,
     op = VectorOp(work.name, elements, work.flops_per_element, streams * elements * FP16_BYTES,
                   elements * FP16_BYTES, ops)  # fmt: skip
     plan = Plan("vector", Gemm(1, 1, 1, name=work.name), (op,))  # fmt: skip
-    result = run_plan(arch, plan, engine=engine).ops[0]
+    # split evenly over a chip's cores: every vector unit and per-core level at once
+    result = run_plan(stream_view(arch), plan, engine=engine).ops[0]
     energy = price(arch, result.counts, result.cycles)
     row = {"row": work.name, "op": "vector", "group": "vector", "kind": work.kind,
            "run_as": "vector", "elements": elements, "count": ops,
@@ -238,8 +245,8 @@ def simulate_model(
     notes = _notes(arch, spec, work, source, attn_flow, kind_stats, logits)
     notes += [f"{flow} skipped (does not run here): {why}" for flow, why in skipped.items()]
     return ModelResult(arch.name, arch.origin, spec.name, phase, tokens, batch, kv_len,
-                       extra_prefix_tokens, arch.clock_hz, source, table, totals, by_kind,
-                       tuple(notes))  # fmt: skip
+                       extra_prefix_tokens, arch.clock_hz, source, scope(arch), table, totals,
+                       by_kind, tuple(notes))  # fmt: skip
 
 
 def _bar(total: int, desc: str):
