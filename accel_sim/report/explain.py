@@ -1,5 +1,7 @@
 """``accel-sim run ... --explain``: each matmul's mapping as a loop nest, what every memory level
-keeps, the bytes crossing each link, and which bound binds — the teaching view of the mapper.
+keeps, the bytes crossing each link, and which bound binds — the teaching view of the mapper. On a
+chip (``cores`` > 1) it first shows the partition across cores (``engine/chip.py``) and then
+explains the slowest core's sub-GEMM on its per-core view of the chip.
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ from dataclasses import dataclass
 
 from accel_sim.arch.schema import Arch
 from accel_sim.dataflow.plan import MatmulOp
+from accel_sim.engine.chip import core_view, partition, reduce_cycles, scope
 from accel_sim.engine.des import simulate_program
 from accel_sim.engine.mapper import estimate, mapped_program
 from accel_sim.engine.mapping import OPERAND_DIMS
@@ -33,7 +36,34 @@ class Explanation:
 
 
 def explain_matmul(arch: Arch, op: MatmulOp) -> Explanation:
-    """Mapping, per-level keeps, bytes and the binding bound of ``op`` on ``arch``."""
+    """Mapping, per-level keeps, bytes and the binding bound of ``op`` on ``arch``; on a chip,
+    the partition first, then the slowest core's sub-GEMM (``cycles`` are the chip's: that core's
+    plus the K split's reduction)."""
+    if arch.cores == 1:
+        return _explain_core(arch, op)
+    p = partition(arch, op)
+    shared = ", ".join(level.name for level in arch.memory if level.shared) or "none"
+    core = _explain_core(core_view(arch, p.active), p.largest(op))
+    extra = reduce_cycles(arch, op, p.grid[3], p.active)[0]
+    lines = [f"{op.name}: {op.M}x{op.K}x{op.N} {op.precision} (count {op.count}) on {arch.name} "
+             f"({scope(arch)})",
+             f"  partition: {p.describe()} -> {p.active} of {arch.cores} cores busy "
+             f"(grid M x N x K = {p.grid[1]} x {p.grid[2]} x {p.grid[3]}; bound "
+             f"{p.bound_cycles:,.0f} cycles)",
+             f"  each busy core has 1/{p.active} of the shared levels ({shared}): capacity, "
+             "bandwidth, DRAM in flight; the slowest core (largest part) below"]  # fmt: skip
+    if extra:
+        lines.append(f"  K split: partial sums at {op.accumulator_bits} bits to DRAM, added by "
+                     f"{p.active} vector units: reduction {extra:,} cycles")  # fmt: skip
+    lines += ["  " + line for line in core.text.splitlines()]
+    lines.append(f"  chip: {core.cycles + extra:,} cycles (slowest core"
+                 + (" + reduction)" if extra else ")"))  # fmt: skip
+    return Explanation(op.name, core.cycles + extra, core.twin_cycles + extra, core.bound,
+                       core.bound_cycles, "\n".join(lines))  # fmt: skip
+
+
+def _explain_core(arch: Arch, op: MatmulOp) -> Explanation:
+    """The single-core view of :func:`explain_matmul`."""
     program = mapped_program(arch, op)
     mapping = program.mapping
     timing = simulate_program(program)
@@ -49,7 +79,8 @@ def explain_matmul(arch: Arch, op: MatmulOp) -> Explanation:
         nbytes = rows * cols * program.operand_bits(operand) / 8
         what = "one tile" if p >= len(mapping.loops) else f"{rows}x{cols}"
         keeps.setdefault(p, []).append(
-            f"{arch.memory[level].name} keeps {operand} {what} ({_size(nbytes)} x{buffers})")
+            f"{arch.memory[level].name} keeps {operand} {what} ({_size(nbytes)} x{buffers})"
+        )
     depth = 0
     for i, (name, loop) in enumerate(zip(names, mapping.loops)):
         notes = "; ".join(keeps.get(i, []))
@@ -62,8 +93,9 @@ def explain_matmul(arch: Arch, op: MatmulOp) -> Explanation:
     lines.append("  bytes per link (total):")
     for link, nbytes in zip(program.links, program.link_bytes):
         d0, d1 = OPERAND_DIMS[link.operand]
-        whole = program.size[d0] * program.size[d1] * op.count * program.operand_bits(
-            link.operand) / 8
+        whole = (
+            program.size[d0] * program.size[d1] * op.count * program.operand_bits(link.operand) / 8
+        )
         reuse = f" = {nbytes / whole:.2f}x the operand" if whole else ""
         lines.append(f"    {link.operand} {link.label(arch):<14} {_size(nbytes):>10}{reuse}")
     est = estimate(arch, op, mapping)
