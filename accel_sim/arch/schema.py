@@ -265,18 +265,18 @@ class Arch(Strict):
     def _check_shared(self) -> None:
         """Shared levels form the outer part of the hierarchy; no operand's innermost level
         (the one the unit reads or accumulates in) is shared."""
-        for outer, inner in zip(self.memory, self.memory[1:]):
-            if inner.shared and not outer.shared:
-                raise ValueError(
-                    f"memory level {inner.name} is shared but {outer.name} outside "
-                    "it is per-core: shared levels must be the outermost ones"
-                )
         for operand in ("A", "B", "C"):
             innermost = self.path(operand)[-1]
             if innermost.shared:
                 raise ValueError(
                     f"memory level {innermost.name} is operand {operand}'s innermost "
                     "level (the compute unit's own buffer): it cannot be shared"
+                )
+        for outer, inner in zip(self.memory, self.memory[1:]):
+            if inner.shared and not outer.shared:
+                raise ValueError(
+                    f"memory level {inner.name} is shared but {outer.name} outside "
+                    "it is per-core: shared levels must be the outermost ones"
                 )
 
     _origin: str = PrivateAttr("")

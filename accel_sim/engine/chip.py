@@ -23,7 +23,8 @@ apply the epilogue, costed as one streaming pass over DRAM by :class:`MemorySyst
 **Choice of grid.** Grids are ranked by a lower bound in cycles: the slowest core's compute time
 (the unit's step timing over its sub-GEMM, edges padded; divided by the matmul efficiency) vs the
 busiest port if every operand crossed every level on its path once (a shared level carrying every
-core's bytes), plus the reduction. The DES
+core's bytes), plus a fill (DRAM latency and the first tiles at a core's share of DRAM) and the
+reduction. The DES
 runs only the winner. Splits are aligned to the unit's step granule (a cube block, an array side).
 """
 
@@ -303,6 +304,17 @@ def _port_bound(memory: MemorySystem, roles, op: MatmulOp, p: Partition) -> floa
     return worst
 
 
+def _fill(memory: MemorySystem, op: MatmulOp, tile: StepTile, p: Partition, inner) -> float:
+    """Cycles before a core's first step can start: DRAM's latency plus its first A and B tiles
+    (``tile`` cut to its part, at most one buffer of the innermost level, ``inner``) at its share
+    of DRAM bandwidth (fewer busy cores: more each)."""
+    _, sm, sn, sk = p.splits
+    m, k, n = min(tile.tm, sm.part), min(tile.tk, sk.part), min(tile.tn, sn.part)
+    a, b, _ = _operand_bytes(replace(op, count=1), m, n, k)
+    share = memory.hop_bandwidth(0, 1) / p.active if len(memory.levels) > 1 else math.inf
+    return memory.latency(0) + (min(a, inner[0]) + min(b, inner[1])) / share
+
+
 _PARTITIONS: dict[tuple, Partition] = {}
 #: Bounds this close (relative) count as a tie.
 TIE = 0.005
@@ -321,6 +333,7 @@ def partition(arch: Arch, op: MatmulOp) -> Partition:
     grain = _granules(arch, op, rate)
     tiles = _largest_tiles(arch, op, rate)
     memory, roles = MemorySystem(arch), _roles(arch)
+    inner = [arch.path(x)[-1].capacity_bytes / arch.path(x)[-1].buffers for x in "AB"]
     cores = arch.cores
     compute: dict[tuple, float] = {}
     found = []
@@ -337,9 +350,9 @@ def partition(arch: Arch, op: MatmulOp) -> Partition:
                         busy = _compute_cycles(arch, tiles, rate, *shape[1:])
                         compute[shape] = sb.part * busy / eff
                     ports = _port_bound(memory, roles, op, p)
-                    bound = (
-                        max(compute[shape], ports) + reduce_cycles(arch, op, sk.parts, p.active)[0]
-                    )
+                    fill = _fill(memory, op, tiles[0], p, inner)
+                    reduce = reduce_cycles(arch, op, sk.parts, p.active)[0]
+                    bound = max(compute[shape], ports) + fill + reduce
                     found.append((bound, sk.parts, -p.active, replace(p, bound_cycles=bound)))
     low = min(f[0] for f in found)
     hit = min((f for f in found if f[0] <= low * (1 + TIE)), key=lambda f: f[1:3])[3]
