@@ -54,6 +54,14 @@ class SimResult:
     knobs: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    #: the plan's graph on concurrent units (False: one op after another; docs/engine.md,
+    #: "Overlap and fusion"); cycles each unit is busy; cycles with at least two units busy;
+    #: the ops the run's cycles pass through; the same ops one after another
+    overlap: bool = False
+    units_busy: dict[str, int] = field(default_factory=dict)
+    overlap_cycles: int = 0
+    critical_path: list[str] = field(default_factory=list)
+    sequential_cycles: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -62,9 +70,13 @@ class SimResult:
         """A flat row for a DataFrame (breakdowns become ``energy_<component>_pj`` columns)."""
         flat = {k: v for k, v in self.to_dict().items()
                 if k not in ("energy_breakdown_pj", "energy_sources", "stalls", "ops", "notes",
-                             "knobs", "extra", "bytes_read", "bytes_written")}  # fmt: skip
+                             "knobs", "extra", "bytes_read", "bytes_written", "units_busy",
+                             "critical_path")}  # fmt: skip
         for key, value in self.energy_breakdown_pj.items():
             flat[f"energy_{key}_pj"] = value
+        for unit in ("matrix", "vector", "comparator", "dma"):
+            flat[f"busy_{unit}_cycles"] = self.units_busy.get(unit, 0)
+        flat["critical_path"] = " > ".join(self.critical_path)
         for key, value in self.extra.items():
             flat[key] = value
         return flat
@@ -124,6 +136,7 @@ def simulate(
     stats: Mapping[str, Any] | None = None,
     engine: str = "des",
     collapse: bool = True,
+    overlap: bool = True,
 ) -> SimResult:
     """Simulate one GEMM: ``simulate("ascend_like_cube", "2048x4096x4096", "w8a8")``.
 
@@ -135,19 +148,37 @@ def simulate(
         stats: statistics of the GEMM's real tensors, for data-dependent dataflows.
         engine: ``"des"`` (cycle-level) or ``"twin"`` (closed form).
         collapse: exact steady-state collapse in the DES (turn off only to check it).
+        overlap: run the plan's operations as a graph on concurrent units, row block by row
+            block (default); ``False``: one after another, with the ``fusion`` knob's ``auto``
+            meaning ``none`` (the plans as they were before overlap). GPU proxies run their
+            kernels one after another either way.
     """
     _check_call(dataflow, knobs, stats, engine, "simulate()")
+    _check_overlap(overlap, "simulate()")
     return _simulate(load_arch(arch), _as_gemm(gemm), dataflow, knobs, stats, engine,
-                     collapse)[0]  # fmt: skip
+                     collapse, overlap)[0]  # fmt: skip
+
+
+def _check_overlap(overlap: object, where: str) -> None:
+    if not isinstance(overlap, bool):
+        raise UserInputError(where, f"overlap must be True or False, got {_clip(overlap)}")
+
+
+def _knobs_for(flow, knobs, overlap: bool) -> dict:
+    """``knobs`` resolved; without overlap the ``fusion`` knob's ``auto`` is ``none``."""
+    resolved = flow.resolve_knobs(knobs)
+    if not overlap and resolved.get("fusion") == "auto":
+        resolved["fusion"] = "none"
+    return resolved
 
 
 def _simulate(arch: Arch, gemm: Gemm, dataflow: str, knobs, stats, engine: str,
-              collapse: bool) -> tuple[SimResult, Any, Any]:  # fmt: skip
+              collapse: bool, overlap: bool = True) -> tuple[SimResult, Any, Any]:  # fmt: skip
     """:func:`simulate` on checked arguments: (result, plan, its PlanResult)."""
     flow = get_dataflow(dataflow, "dataflow")
-    resolved = flow.resolve_knobs(knobs)
+    resolved = _knobs_for(flow, knobs, overlap)
     plan = flow.build(gemm, arch, stats, resolved)
-    result = run_plan(arch, plan, engine=engine, collapse=collapse)
+    result = run_plan(arch, plan, engine=engine, collapse=collapse, overlap=overlap)
     counts = ActionCounts()
     stalls: Counter = Counter()
     compute = 0
@@ -186,14 +217,24 @@ def _simulate(arch: Arch, gemm: Gemm, dataflow: str, knobs, stats, engine: str,
             {
                 "name": op.name,
                 "kind": op.kind,
+                "unit": op.unit,
                 "cycles": op.cycles,
                 "compute_cycles": op.compute_cycles,
+                "alone_cycles": op.alone_cycles,
+                "busy_cycles": op.busy_cycles,
+                "start_cycle": op.start,
+                "end_cycle": op.end,
             }
             for op in result.ops
         ],  # fmt: skip
         knobs=dict(plan.knobs),
         notes=list(plan.notes),
         extra=_extra(flow, stats, resolved, gemm, plan),
+        overlap=result.overlap,
+        units_busy=result.units_busy(),
+        overlap_cycles=result.overlap_cycles,
+        critical_path=list(result.critical),
+        sequential_cycles=result.sequential_cycles,
     )
     _check_result(out, arch.origin)
     return out, plan, result
@@ -207,18 +248,22 @@ def simulate_timeline(
     stats_for=None,
     collapse: bool = True,
     max_events: int | None = None,
+    overlap: bool = True,
 ) -> tuple[list[SimResult], dict]:
     """Simulate each (GEMM, dataflow) with the DES and record its activity as a timeline:
     ``(results, trace)``, the results exactly as :func:`simulate` gives them (GEMM-major) and
     ``trace`` a Chrome/Perfetto trace-event document with one process per run
     (``accel_sim.report.timeline``; write it with ``write_timeline``). ``knobs`` maps dataflow
     name → its knobs; ``stats_for(gemm)`` returns a GEMM's statistics (or None); ``max_events``
-    caps the spans held (default ``timeline.MAX_EVENTS``; beyond it spans are merged)."""
+    caps the spans held (default ``timeline.MAX_EVENTS``; beyond it spans are merged);
+    ``overlap`` as in :func:`simulate` (on: one track per unit, the plan's schedule)."""
     from accel_sim.report.timeline import MAX_EVENTS, Recorder, record_plan
 
     where = "simulate_timeline()"
-    if isinstance(gemms, str | Gemm) or (isinstance(gemms, tuple) and len(gemms) == 3
-                                          and all(isinstance(x, int) for x in gemms)):
+    _check_overlap(overlap, where)
+    if isinstance(gemms, str | Gemm) or (
+        isinstance(gemms, tuple) and len(gemms) == 3 and all(isinstance(x, int) for x in gemms)
+    ):
         gemms = [gemms]
     if isinstance(dataflows, str):
         dataflows = [dataflows]
@@ -240,7 +285,7 @@ def simulate_timeline(
         stats = stats_for(gemm) if stats_for else None
         for flow in flows:
             out, plan, result = _simulate(arch, gemm, flow, (knobs or {}).get(flow), stats,
-                                          "des", collapse)  # fmt: skip
+                                          "des", collapse, overlap)  # fmt: skip
             record_plan(recorder, arch, plan, result, f"{flow} · {gemm.label} · {arch.name}",
                         collapse)  # fmt: skip
             results.append(out)
@@ -271,12 +316,15 @@ def simulate_many(
     stats_for=None,
     engine: str = "des",
     progress: bool = False,
+    overlap: bool = True,
 ) -> pd.DataFrame:
     """One row per (GEMM, dataflow), GEMM-major in the order given (a GEMM listed twice gives
     its rows twice); ``knobs`` maps dataflow name → its knobs; ``stats_for(gemm)`` returns the
     statistics of a GEMM (or None). A single GEMM or dataflow name is taken as a list of one.
-    Every GEMM, dataflow and knob is checked before the first simulation."""
+    Every GEMM, dataflow and knob is checked before the first simulation; ``overlap`` as in
+    :func:`simulate`."""
     where = "simulate_many()"
+    _check_overlap(overlap, where)
     if isinstance(gemms, str | Gemm):
         gemms = [gemms]
     if isinstance(dataflows, str):
@@ -301,7 +349,8 @@ def simulate_many(
         iterator = tqdm(jobs, desc="simulating", unit="run", leave=False)
     for gemm, flow in iterator:
         stats = stats_for(gemm) if stats_for else None
-        result = simulate(arch, gemm, flow, (knobs or {}).get(flow), stats, engine)
+        result = simulate(arch, gemm, flow, (knobs or {}).get(flow), stats, engine,
+                          overlap=overlap)  # fmt: skip
         rows.append(result.row())
     return pd.DataFrame(rows)
 

@@ -3,7 +3,6 @@
 Every user mistake ends as one line on stderr and exit code 2, with no partial output file.
 """
 
-
 from __future__ import annotations
 
 import argparse
@@ -99,14 +98,15 @@ def _cmd_run(args) -> int:
         if args.timeline is not None:  # the printed result is the recorded run's
             result = _write_timeline(args, arch, gemms, flows, knobs, None)[0]
         else:
-            result = simulate(arch, gemms[0], flows[0], knobs.get(flows[0]), engine=args.engine)
+            result = simulate(arch, gemms[0], flows[0], knobs.get(flows[0]), engine=args.engine,
+                              overlap=not args.no_overlap)  # fmt: skip
         print(json.dumps(result.to_dict(), indent=2) if args.json else single_report(result))
         if args.timeline is not None:
             print(args.timeline_note, file=sys.stderr if args.json else sys.stdout)
         return 0
     df = simulate_many(arch, gemms, flows, knobs, engine=args.engine,
                        stats_for=trace.stats_for if trace else None,
-                       progress=sys.stderr.isatty())  # fmt: skip
+                       progress=sys.stderr.isatty(), overlap=not args.no_overlap)  # fmt: skip
     df = add_speedup(df)
     if args.out is not None:
         write_table(df, args.out)
@@ -122,7 +122,9 @@ def _cmd_run(args) -> int:
                "rows": json.loads(df.to_json(orient="records"))}  # fmt: skip
         print(json.dumps(doc, indent=2))
     else:
-        source = f" · trace {trace.name}" if trace else ""
+        source = (f" · trace {trace.name}" if trace else "") + (
+            " · ops one after another (--no-overlap)" if args.no_overlap else ""
+        )
         print(f"accel-sim · {arch.name}{source} · {len(gemms)} GEMM(s) × {len(flows)} "
               "dataflow(s) · totals per dataflow\n")  # fmt: skip
         print(summary_report(df, arch.clock_hz))
@@ -146,7 +148,8 @@ def _write_timeline(args, arch, gemms, flows, knobs, stats_for) -> list:
     from accel_sim.api import simulate_timeline
     from accel_sim.report.timeline import write_timeline
 
-    results, doc = simulate_timeline(arch, gemms, flows, knobs, stats_for=stats_for)
+    results, doc = simulate_timeline(arch, gemms, flows, knobs, stats_for=stats_for,
+                                     overlap=not args.no_overlap)  # fmt: skip
     write_timeline(doc, args.timeline)
     merged = " (spans merged to fit; see otherData)" if doc["otherData"]["merged"] else ""
     args.timeline_note = (f"wrote timeline {args.timeline}: {len(results)} run(s), "
@@ -229,21 +232,33 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--gemm", action="append", metavar="MxKxN",
                      help="one GEMM: M tokens x K inputs x N outputs, plain integers, e.g. "
                           "2048x4096x4096; repeatable")  # fmt: skip
-    run.add_argument("--gemms", metavar="FILE.csv",
-                     help="CSV of GEMMs with columns M,K,N and an optional name")
+    run.add_argument(
+        "--gemms", metavar="FILE.csv", help="CSV of GEMMs with columns M,K,N and an optional name"
+    )
     run.add_argument("--trace", help="compact trace directory or shipped name (default when no "
                      f"GEMM is given: {DEFAULT_TRACE})")  # fmt: skip
     run.add_argument("--dataflow", action="append",
                      help="dataflow name (see `accel-sim dataflows`) or 'all'; repeatable "
                           "(default: all for a trace, else w8a8)")  # fmt: skip
-    run.add_argument("--knob", action="append", metavar="DATAFLOW.NAME=VALUE",
-                     help="set a dataflow knob, e.g. osc.G=64; repeatable")
+    run.add_argument(
+        "--knob",
+        action="append",
+        metavar="DATAFLOW.NAME=VALUE",
+        help="set a dataflow knob, e.g. osc.G=64; repeatable",
+    )
     run.add_argument("--engine", choices=("des", "twin"), default="des",
                      help="des: the discrete-event simulation (default); twin: its closed-form "
                           "model, faster, within a few %% (docs/engine.md)")  # fmt: skip
+    run.add_argument("--no-overlap", action="store_true",
+                     help="run each plan's operations one after another, unfused (the behaviour "
+                          "before overlap), to see what overlap buys (docs/engine.md, 'Overlap "
+                          "and fusion')")  # fmt: skip
     run.add_argument("--json", action="store_true", help="print JSON instead of a report")
-    run.add_argument("--per-gemm", action="store_true",
-                     help="also print one row per GEMM and dataflow after the totals")
+    run.add_argument(
+        "--per-gemm",
+        action="store_true",
+        help="also print one row per GEMM and dataflow after the totals",
+    )
     run.add_argument("--explain", action="store_true",
                      help="print each matmul's mapping: loop nest, what every level keeps, bytes "
                           "per link, the binding bound")  # fmt: skip
@@ -271,8 +286,12 @@ def build_parser() -> argparse.ArgumentParser:
     cap = trace_sub.add_parser("capture", help="run a real model offline and record its GEMMs")
     cap.add_argument("--model", required=True, help="smollm2-135m or all-minilm-l6-v2")
     cap.add_argument("--out", required=True, help="directory for the full trace (outside git)")
-    cap.add_argument("--max-tokens", type=int, default=256,
-                     help="tokens of the shipped prompt to run (default: 256)")
+    cap.add_argument(
+        "--max-tokens",
+        type=int,
+        default=256,
+        help="tokens of the shipped prompt to run (default: 256)",
+    )
     comp = trace_sub.add_parser("compact", help="full trace → compact trace")
     comp.add_argument("full", help="directory written by `accel-sim trace capture`")
     comp.add_argument("--out", required=True, help="directory for the compact trace")

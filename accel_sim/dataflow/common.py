@@ -3,12 +3,46 @@
 from __future__ import annotations
 
 from accel_sim.dataflow.plan import MatmulOp, VectorOp
+from accel_sim.errors import UserInputError
 from accel_sim.workload.gemm import Gemm
 
 FP16_BYTES = 2
 #: An FP32 scale per row (per-token) or column (per-channel): a metadata stream of the matmul
 #: (``MatmulOp.a_scale_bits_per_row`` / ``b_scale_bits_per_col``), not bits inside its tiles.
 PER_CHANNEL_SCALE_BITS = 32
+
+
+#: ``fusion`` knob values: how the passes over X join the matmul that consumes them
+#: (docs/dataflows.md, "Overlap and fusion"). ``auto`` = ``tile`` on accelerators, ``none`` on
+#: GPU proxies and with ``overlap=False`` (``accel_sim.api``).
+FUSIONS = ("auto", "tile", "producer", "none")
+
+
+def gpu_proxy(arch) -> bool:
+    """A GPU proxy (``efficiency.launch_us``): every op is a kernel launched after the previous
+    one, so nothing overlaps across ops unless fused (docs/engine.md, "Overlap and fusion")."""
+    return bool(arch.efficiency.get("launch_us"))
+
+
+def fusion(knobs, arch) -> str:
+    """The ``fusion`` knob resolved: ``tile`` | ``producer`` | ``none``."""
+    value = knobs["fusion"]
+    if value not in FUSIONS:
+        raise UserInputError("knobs", f"fusion must be one of {FUSIONS}, got {value!r}", "fusion")
+    if value == "auto":
+        return "none" if gpu_proxy(arch) else "tile"
+    return value
+
+
+def fused_pass(name: str, elements: int, ops_per_element: float, out_bytes: int,
+               where: str, count: int) -> VectorOp:  # fmt: skip
+    """One vector pass doing several element-wise steps on one read of X (FP16, ``elements``):
+    ``where`` = ``tile`` reads X from memory once and writes ``out_bytes``; ``producer`` runs in
+    the epilogue of X's producer, which already holds X on chip and writes the ``out_bytes``
+    instead of FP16 X: no memory traffic is charged to this plan, only the vector operations."""
+    if where == "producer":
+        return VectorOp(f"{name}_in_producer", elements, ops_per_element, 0, 0, count)
+    return VectorOp(name, elements, ops_per_element, elements * FP16_BYTES, out_bytes, count)
 
 
 def absmax_pass(gemm: Gemm, columns: int | None = None, name: str = "absmax") -> VectorOp:

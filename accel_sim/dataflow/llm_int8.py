@@ -5,6 +5,10 @@ Vector unit: find the outlier columns (any |x| > 6: one compare per element), ga
 columns zeroed) and M×n_out×N at R16 against the FP16 rows of W; the FP16 result is added in
 its epilogue. On a unit without an FP16 rate (an INT-only NPU, MUXQ's target) the FP16 product
 runs on the vector unit: 2 ops (multiply, add) per MAC — the inefficiency MUXQ §1 points at.
+
+Dependencies (docs/dataflows.md, "Overlap and fusion"): the outlier columns are known only once
+detection has seen every token, so the gather and the absmax wait for all of it; the quantize
+and the INT8 matmul then go row block by row block, the FP16 product after the gather.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from accel_sim.dataflow.common import (
     quantize_pass,
 )
 from accel_sim.dataflow.outliers import outlier_channel_count
-from accel_sim.dataflow.plan import MatmulOp, Plan, VectorOp
+from accel_sim.dataflow.plan import Edge, MatmulOp, Plan, VectorOp
 
 KNOBS = {"threshold": 6.0, "outlier_channels": -1}
 
@@ -52,4 +56,11 @@ def build(gemm, arch, stats, knobs) -> Plan:
                             gemm.M * gemm.N * FP16_BYTES, gemm.count))  # fmt: skip
         notes.append("no FP16 matrix rate on this unit: the FP16 outlier product runs on the "
                      "vector unit")  # fmt: skip
-    return Plan("llm_int8", gemm, tuple(ops), tuple(notes), {**knobs, "outlier_channels": n_out})
+    edges = [Edge("detect_outliers", "absmax", streamed=False), Edge("absmax", "quantize"),
+             Edge("quantize", "int8_part")]  # fmt: skip
+    if n_out:
+        edges.append(Edge("detect_outliers", "gather_outliers", streamed=False))
+        edges.append(Edge("gather_outliers", ops[-1].name))
+        edges.append(Edge("int8_part", ops[-1].name))  # its result is added onto int8_part's
+    return Plan("llm_int8", gemm, tuple(ops), tuple(notes), {**knobs, "outlier_channels": n_out},
+                tuple(edges))  # fmt: skip

@@ -14,6 +14,10 @@ NPU setting). Costs:
 * ``fused: true`` — one matmul [Body | Aux]·[W ; (2^exp−1)·W_out] of inner size K + n_out (the
   scaled W_out rows are prepared offline).
 The paper's default is exp = 2.
+
+Dependencies (docs/dataflows.md, "Overlap and fusion"): the outlier channels are known only once
+detection has seen every token, so the shift/gather and the quantize wait for all of it; from
+there the quantize and the matmuls go row block by row block.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from accel_sim.dataflow.common import (
     quantize_pass,
 )
 from accel_sim.dataflow.outliers import outlier_channel_count
-from accel_sim.dataflow.plan import MatmulOp, Plan, VectorOp
+from accel_sim.dataflow.plan import Edge, MatmulOp, Plan, VectorOp
 from accel_sim.errors import UserInputError
 
 KNOBS = {"exp": 2, "threshold": 6.0, "fused": False, "granularity": "per_tensor",
@@ -71,4 +75,15 @@ def build(gemm, arch, stats, knobs) -> Plan:
                             epilogue_ops_per_output=scale_ops, count=gemm.count,
                             b_scale_bits_per_col=PER_CHANNEL_SCALE_BITS))  # fmt: skip
     notes = (f"outlier channels n_out={n_out} ({source})",)
-    return Plan("muxq", gemm, tuple(ops), notes, {**knobs, "outlier_channels": n_out})
+    names = [op.name for op in ops]
+    edges = [Edge("detect_outliers", "quantize", streamed=False)]
+    if n_out:
+        edges += [Edge("detect_outliers", "shift_and_gather_aux", streamed=False),
+                  Edge("shift_and_gather_aux", "quantize")]  # fmt: skip
+    if "absmax" in names:  # per token: the scale of row block i is ready after its block
+        edges.append(Edge("absmax", "quantize"))
+    edges += [Edge("quantize", name) for name in names if name in ("body_aux_fused", "body", "aux")]
+    if "aux" in names:  # the Aux product is added onto the Body's output in its epilogue
+        edges.append(Edge("body", "aux"))
+    return Plan("muxq", gemm, tuple(ops), notes, {**knobs, "outlier_channels": n_out},
+                tuple(edges))  # fmt: skip

@@ -84,7 +84,7 @@ from typing import Any
 from accel_sim.dataflow import ops_tau
 from accel_sim.dataflow.base import Dataflow, register
 from accel_sim.dataflow.common import absmax_pass, quantize_pass
-from accel_sim.dataflow.plan import ComparatorOp, MatmulOp, Plan
+from accel_sim.dataflow.plan import ComparatorOp, Edge, MatmulOp, Plan
 from accel_sim.errors import UserInputError
 
 KNOBS = {
@@ -193,7 +193,9 @@ def _build(gemm, arch, stats, knobs) -> Plan:
              f"({source}); zero high slices: X {zx:.1%}, W {zw:.1%}",)  # fmt: skip
     extra = {"ops_set_skip_fraction": sets, "ops_tile_skip_fraction": tiles, "ops_tile": tile,
              "ops_granularity": gran}  # fmt: skip
-    return Plan("ops", gemm, tuple(ops), notes, {**knobs, **extra})
+    names = [op.name for op in ops]  # each slice pass needs the previous one's row blocks
+    edges = (_INT16_IN[0], *(Edge(a, b) for a, b in zip(names[1:], names[2:])))
+    return Plan("ops", gemm, tuple(ops), notes, {**knobs, **extra}, edges)
 
 
 class OpsDataflow(Dataflow):
@@ -268,7 +270,19 @@ def _interleaved(gemm, arch, knobs, gran, sets, tiles, tile, source) -> Plan:
         "ops_row_cycles": row,
         "ops_comparator_stall": stall,
     }
-    return Plan("ops", gemm, ops, notes, {**knobs, **extra})
+    return Plan(
+        "ops",
+        gemm,
+        ops,
+        notes,
+        {**knobs, **extra},
+        (*_INT16_IN, Edge("quantize", "early_bird_interleaved")),
+    )
+
+
+#: Per-tensor INT16 X: the quantize needs the absmax of the whole tensor, then goes row block by
+#: row block into the matmul (docs/dataflows.md, "Overlap and fusion").
+_INT16_IN = (Edge("absmax", "quantize", streamed=False),)
 
 
 @register("int16", {}, "INT16 activations and weights at the 16-bit rate (OPS's baseline)")
@@ -276,4 +290,4 @@ def build_int16(gemm, arch, stats, knobs) -> Plan:
     ops = (absmax_pass(gemm), quantize_pass(gemm, 16),
            MatmulOp("matmul", gemm.M, gemm.K, gemm.N, "int16", 16, 16, 16,
                     epilogue_ops_per_output=1.0, count=gemm.count))  # fmt: skip
-    return Plan("int16", gemm, ops, (), {})
+    return Plan("int16", gemm, ops, (), {}, (*_INT16_IN, Edge("quantize", "matmul")))

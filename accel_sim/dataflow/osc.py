@@ -19,6 +19,13 @@ Online, per GEMM:
 5. the table itself (``ceil(K/G)`` 16-bit indices) is read from the first on-chip level, where
    it stays (OSC §3.3.2).
 
+``fusion`` (docs/dataflows.md, "Overlap and fusion"): ``tile`` (``auto`` on an accelerator) —
+steps 1 and 2 in one vector pass over each row block of X (one read of X: the K' table channels
+go out in FP16, the rest MX-quantized), streamed to the matmul; ``producer`` — that pass in the
+epilogue of X's producer (MX blocks of 32 need no whole row, so any producer can do it), X
+arrives gathered and quantized; ``none`` (``auto`` on GPU proxies and with ``overlap=False``) —
+two passes, each reading X.
+
 Down-projection inputs (``kind == "down_in"``) fall back to MXFP8 with no branch when
 ``fallback_down`` is on (OSC §3.4). Without trace statistics K' = ceil(K/G), the table's upper
 bound, which is exactly the paper's Table 2 assumption: compute-bound speedup over W8A8
@@ -30,11 +37,12 @@ from __future__ import annotations
 import math
 
 from accel_sim.dataflow.base import register
-from accel_sim.dataflow.common import FP16_BYTES
-from accel_sim.dataflow.plan import MatmulOp, Plan, TransferOp, VectorOp
+from accel_sim.dataflow.common import FP16_BYTES, fused_pass, fusion
+from accel_sim.dataflow.plan import Edge, MatmulOp, Plan, TransferOp, VectorOp, streamed
 from accel_sim.errors import UserInputError
 
-KNOBS = {"G": 32, "base": "mxfp4", "fallback_down": True, "alpha": 5.0, "branch": "fused"}
+KNOBS = {"G": 32, "base": "mxfp4", "fallback_down": True, "alpha": 5.0, "branch": "fused",
+         "fusion": "auto"}  # fmt: skip
 FORMAT_BITS = {"mxfp4": 4 + 8 / 32, "nvfp4": 4 + 8 / 16, "mxfp8": 8 + 8 / 32}
 
 
@@ -87,24 +95,34 @@ def build(gemm, arch, stats, knobs) -> Plan:
         raise UserInputError("knobs", f"G must be a positive integer, got {G!r}", "G")
     if knobs["branch"] not in ("fused", "separate"):
         raise UserInputError("knobs", "branch must be 'fused' or 'separate'", "branch")
+    how = fusion(knobs, arch)
+    elements = gemm.M * gemm.K
     if gemm.kind == "down_in" and knobs["fallback_down"]:
         bits = FORMAT_BITS["mxfp8"]
+        quantize = (_mx_quantize(gemm, bits, "quantize_mxfp8") if how != "producer" else
+                    fused_pass("quantize_mxfp8", elements, 3.0, 0, how, gemm.count))  # fmt: skip
         ops = (
-            _mx_quantize(gemm, bits, "quantize_mxfp8"),
+            quantize,
             MatmulOp("path_mxfp8", gemm.M, gemm.K, gemm.N, "fp8", bits, bits, 16,
                      epilogue_ops_per_output=1.0, count=gemm.count),
         )  # fmt: skip
         return Plan("osc", gemm, ops, ("down-projection input: MXFP8 fallback, no branch",),
-                    {**knobs, "table_channels": 0})  # fmt: skip
+                    {**knobs, "table_channels": 0, "fusion": how},
+                    streamed(*(op.name for op in ops)))  # fmt: skip
     k_table, source = table_channels(gemm, stats, G, knobs["alpha"])
     bits = FORMAT_BITS[base]
     # the table is a few bytes per group and stays on chip (OSC §3.3.2, "Negligible Indexing")
     ops: list = [TransferOp("lookup_table", 2 * math.ceil(gemm.K / G), gemm.count, resident=True)]
-    if k_table:
-        gathered = gemm.M * k_table
-        ops.append(VectorOp("gather_branch", gathered, 1.0, gathered * FP16_BYTES,
-                            gathered * FP16_BYTES, gemm.count))  # fmt: skip
-    ops.append(_mx_quantize(gemm, bits, f"quantize_{base}"))
+    gathered = gemm.M * k_table
+    if how == "none":
+        if k_table:
+            ops.append(VectorOp("gather_branch", gathered, 1.0, gathered * FP16_BYTES,
+                                gathered * FP16_BYTES, gemm.count))  # fmt: skip
+        ops.append(_mx_quantize(gemm, bits, f"quantize_{base}"))
+    else:  # gather (1 op per branch element) beside the MX quantize (3 per element), one read
+        out = math.ceil(elements * bits / 8) + gathered * FP16_BYTES
+        ops.append(fused_pass(f"gather_quantize_{base}", elements, 3.0 + gathered / elements,
+                              out, how, gemm.count))  # fmt: skip
     if knobs["branch"] == "fused" and k_table:
         ops.append(_fused_dual_path(gemm, arch, k_table, bits))
     else:
@@ -113,5 +131,13 @@ def build(gemm, arch, stats, knobs) -> Plan:
         if k_table:
             ops.append(MatmulOp("path_b_fp16", gemm.M, k_table, gemm.N, "fp16", 16, 16, 16,
                                 epilogue_ops_per_output=1.0, count=gemm.count))  # fmt: skip
-    notes = (f"branch width K'={k_table} ({source}); path B {knobs['branch']}",)
-    return Plan("osc", gemm, tuple(ops), notes, {**knobs, "table_channels": k_table})
+    notes = (f"branch width K'={k_table} ({source}); path B {knobs['branch']}; "
+             f"fusion {how}",)  # fmt: skip
+    # the table gates the gather; then every pass and path goes row block by row block
+    names = [op.name for op in ops]
+    edges = (Edge(names[0], names[1], streamed=False),
+             *(Edge(a, b) for a, b in zip(names[1:], names[2:])))  # fmt: skip
+    if len(names) > 3 and names[-1] == "path_b_fp16":  # path B needs the gathered X, not path A
+        edges = (*edges[:-1], Edge(names[-3], names[-1]))
+    return Plan("osc", gemm, tuple(ops), notes,
+                {**knobs, "table_channels": k_table, "fusion": how}, edges)  # fmt: skip

@@ -1,7 +1,7 @@
 """Execution plans: what a dataflow asks the hardware to do for one GEMM.
 
-A dataflow lowers a :class:`~accel_sim.workload.gemm.Gemm` into a :class:`Plan`: an ordered list of
-operations that run one after another on the accelerator (docs/dataflows.md):
+A dataflow lowers a :class:`~accel_sim.workload.gemm.Gemm` into a :class:`Plan`: its operations and
+the dependencies between them (docs/dataflows.md), each operation on one unit (:func:`unit_of`):
 
 * :class:`MatmulOp` — a matmul on the matrix unit at one precision, with operand widths in *bits
   per element including their scales* (MXFP4 = 4 + 8/32 = 4.25 bits), so scale traffic is counted;
@@ -9,9 +9,13 @@ operations that run one after another on the accelerator (docs/dataflows.md):
 * :class:`ComparatorOp` — OPS's early-bird comparisons;
 * :class:`TransferOp` — extra bytes moved from DRAM (lookup tables, index lists).
 
-Operations are sequential: the engine drains one before starting the next. This is conservative for
-work that real kernels overlap (e.g. quantizing X while the previous layer's matmul runs); each
-dataflow says in its notes which overlaps it leaves out.
+**Dependencies** (:class:`Edge`): ``Edge(src, dst, streamed)`` says ``dst`` consumes what
+``src`` produces. ``streamed``: row block by row block (block i of ``dst`` may start once block i
+of ``src`` is done, through a bounded buffer); otherwise ``dst`` waits for all of ``src`` (e.g. a
+per-tensor scale needs the whole tensor). A plan without edges is a chain: each operation waits
+for all of the previous one. ``engine/schedule.py`` runs the graph on concurrent units;
+``run_plan(..., overlap=False)`` runs the operations one after another in list order (the old
+behaviour, docs/engine.md "Overlap and fusion").
 """
 
 from __future__ import annotations
@@ -116,17 +120,63 @@ class TransferOp:
 
 Op = MatmulOp | VectorOp | ComparatorOp | TransferOp
 
+#: The unit each kind of operation runs on (separate, concurrent units in ``engine/schedule.py``).
+UNITS = {MatmulOp: "matrix", VectorOp: "vector", ComparatorOp: "comparator", TransferOp: "dma"}
+
+
+def unit_of(op: Op) -> str:
+    """``matrix``, ``vector``, ``comparator`` (early bird) or ``dma`` (plan transfers)."""
+    return UNITS[type(op)]
+
+
+@dataclass(frozen=True)
+class Edge:
+    """``dst`` consumes ``src``'s output: block by block when ``streamed``, else all of it."""
+
+    src: str
+    dst: str
+    streamed: bool = True
+
+
+def streamed(*names: str) -> tuple[Edge, ...]:
+    """A chain of streamed edges: ``streamed("a", "b", "c")`` = a→b, b→c, row block by row block."""
+    return tuple(Edge(a, b) for a, b in zip(names, names[1:]))
+
 
 @dataclass(frozen=True)
 class Plan:
-    """A dataflow's execution plan for one GEMM."""
+    """A dataflow's execution plan for one GEMM: operations and the edges between them
+    (no edges: a chain, each operation after all of the previous one)."""
 
     dataflow: str
     gemm: Gemm
     ops: tuple[Op, ...]
     notes: tuple[str, ...] = ()
     knobs: dict[str, object] = field(default_factory=dict)
+    edges: tuple[Edge, ...] | None = None
+
+    def __post_init__(self) -> None:
+        names = [op.name for op in self.ops]
+        if self.edges is not None:
+            if len(set(names)) != len(names):  # pragma: no cover - a builder bug
+                raise ValueError(f"{self.dataflow}: op names must be unique, got {names}")
+            order = {name: i for i, name in enumerate(names)}
+            for edge in self.edges:
+                if order.get(edge.src, len(names)) >= order.get(edge.dst, -1):
+                    raise ValueError(f"{self.dataflow}: edge {edge} must run from an earlier op "
+                                     "to a later one of the plan")  # fmt: skip
 
     @property
     def matmuls(self) -> tuple[MatmulOp, ...]:
         return tuple(op for op in self.ops if isinstance(op, MatmulOp))
+
+    def graph(self) -> tuple[tuple[tuple[int, bool], ...], ...]:
+        """Per operation, its inputs as (index of the producing op, streamed); without edges a
+        chain of whole-op dependencies."""
+        if self.edges is None:
+            return tuple(((i - 1, False),) if i else () for i in range(len(self.ops)))
+        index = {op.name: i for i, op in enumerate(self.ops)}
+        deps: list[list[tuple[int, bool]]] = [[] for _ in self.ops]
+        for edge in self.edges:
+            deps[index[edge.dst]].append((index[edge.src], edge.streamed))
+        return tuple(tuple(d) for d in deps)

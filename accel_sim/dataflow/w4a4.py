@@ -24,13 +24,17 @@ R1–R4 rotations), each a vector op (one GPU kernel) with a knob to switch it o
 * ``quantize_lm_head`` (default off): PrefixQuant's code skips the LM head when it wraps linear
   layers for quantization, so the ``lm_head_in`` GEMM runs as a plain FP16 matmul (as INT4 W4A4
   on an architecture without an FP16 rate, or with the knob on).
+
+Every step is row-wise (a row's rotation, the static per-tensor scale, a row of Y), so the ops
+form one chain streamed row block by row block (docs/dataflows.md, "Overlap and fusion"); on a
+GPU proxy they stay separate kernels, one after another.
 """
 
 from __future__ import annotations
 
 from accel_sim.dataflow.base import register
 from accel_sim.dataflow.common import PER_CHANNEL_SCALE_BITS, hadamard_passes, static_quantize_pass
-from accel_sim.dataflow.plan import MatmulOp, Plan, VectorOp
+from accel_sim.dataflow.plan import MatmulOp, Plan, VectorOp, streamed
 from accel_sim.errors import UserInputError
 
 KNOBS = {"quantize": True, "hadamard": True, "r3_head_dim": 0, "quantize_lm_head": False}
@@ -60,4 +64,5 @@ def build(gemm, arch, stats, knobs) -> Plan:
             raise UserInputError("knobs", f"r3_head_dim {r3} does not divide the GEMM's N = "
                                  f"{gemm.N}", "r3_head_dim")  # fmt: skip
         ops += hadamard_passes(gemm, r3, gemm.N, "hadamard_r3", dense)  # Y: M × N in blocks
-    return Plan("w4a4_static", gemm, tuple(ops), (), dict(knobs))
+    return Plan("w4a4_static", gemm, tuple(ops), (), dict(knobs),
+                streamed(*(op.name for op in ops)))  # fmt: skip

@@ -12,9 +12,11 @@ are costed in closed form (they are single streaming passes with no tiling decis
 On an architecture with ``efficiency["launch_us"]`` (GPU proxies) every instance of a matmul or
 vector op is one GPU kernel and pays that fixed time on top, as the stall ``launch``.
 
-Operations are sequential (see ``dataflow/plan.py``). A matmul with ``count`` > 1 runs its
-instances through one pipeline (the DES's outermost loop); other ops with ``count`` > 1 run that
-many times back to back.
+Each operation is first costed alone. With ``overlap`` (the default) the plan's graph then runs
+on concurrent units, row block by row block, with DRAM shared (``engine/schedule.py``); without
+it, or on a GPU proxy (kernels launched one after another), the operations run one after another
+in list order. A matmul with ``count`` > 1 runs its instances through one pipeline (the DES's
+outermost loop); other ops with ``count`` > 1 run that many times back to back.
 """
 
 from __future__ import annotations
@@ -24,10 +26,11 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from accel_sim.arch.schema import Arch
-from accel_sim.dataflow.plan import ComparatorOp, MatmulOp, Plan, TransferOp, VectorOp
+from accel_sim.dataflow.plan import ComparatorOp, MatmulOp, Plan, TransferOp, VectorOp, unit_of
 from accel_sim.engine.chip import simulate_matmul
 from accel_sim.engine.counts import ActionCounts
 from accel_sim.engine.memory import MemorySystem
+from accel_sim.engine.schedule import Schedule, schedule_plan
 from accel_sim.errors import UserInputError
 
 
@@ -40,16 +43,42 @@ class OpResult:
     stalls: Counter = field(default_factory=Counter)
     counts: ActionCounts = field(default_factory=ActionCounts)
     unit_cycles: float = 0.0  # matrix-unit cycles at FP16-equivalent rate spent on useful MACs
+    # as run in the plan (run_plan): cycles are the op's share of the run (one after another:
+    # all of its own; overlapped: its time on the critical chain); alone = its cycles by itself,
+    # busy = cycles its unit held it, [start, end) its first to its last cycle in the run
+    unit: str = ""
+    alone_cycles: int = 0
+    busy_cycles: int = 0
+    start: int = 0
+    end: int = 0
 
 
 @dataclass
 class PlanResult:
+    """A plan as run: ``ops`` in plan order; their ``cycles`` add up to the run's."""
+
     plan: Plan
     ops: list[OpResult]
+    overlap: bool = False
+    critical: tuple[str, ...] = ()  # the ops the run's cycles pass through, first one first
+    overlap_cycles: int = 0  # cycles during which at least two units are busy
+    schedule: Schedule | None = None  # the overlapped run's segments (engine/schedule.py)
 
     @property
     def cycles(self) -> int:
         return sum(op.cycles for op in self.ops)
+
+    @property
+    def sequential_cycles(self) -> int:
+        """The same operations one after another."""
+        return sum(op.alone_cycles for op in self.ops)
+
+    def units_busy(self) -> dict[str, int]:
+        """Cycles each unit is busy (``matrix``, ``vector``, ``comparator``, ``dma``)."""
+        out = dict.fromkeys(("matrix", "vector", "comparator", "dma"), 0)
+        for op in self.ops:
+            out[op.unit] += op.busy_cycles
+        return {unit: cycles for unit, cycles in out.items() if cycles}
 
 
 _CACHE: dict[tuple, OpResult] = {}
@@ -158,12 +187,15 @@ def _launch(arch: Arch, result: OpResult, kernels: int) -> OpResult:
                     stalls, result.counts, result.unit_cycles)  # fmt: skip
 
 
-def run_plan(arch: Arch, plan: Plan, engine: str = "des", collapse: bool = True) -> PlanResult:
+def run_plan(arch: Arch, plan: Plan, engine: str = "des", collapse: bool = True,
+             overlap: bool = True) -> PlanResult:  # fmt: skip
     """Time and count every operation of ``plan`` on ``arch``.
 
     Args:
         engine: ``"des"`` (the simpy engine) or ``"twin"`` (closed form, for first passes).
         collapse: use the exact steady-state collapse (``False`` only for checking it).
+        overlap: run the plan's graph on concurrent units (``engine/schedule.py``); ``False``
+            runs the operations one after another (so do GPU proxies' kernels).
     """
     if engine not in ("des", "twin"):
         raise UserInputError("engine", f"must be 'des' or 'twin', got {engine!r}")
@@ -179,4 +211,16 @@ def run_plan(arch: Arch, plan: Plan, engine: str = "des", collapse: bool = True)
             results.append(_transfer(arch, op))
         else:  # pragma: no cover - a new op type without a cost model is a programming error
             raise TypeError(f"no cost model for {type(op).__name__}")
-    return PlanResult(plan, results)
+    if overlap and len(results) > 1 and not launch_cycles(arch):
+        sched, placed = schedule_plan(arch, plan, results)
+        ops = [replace(res, cycles=p.exposed, stalls=Counter(p.stalls), unit=unit_of(op),
+                       alone_cycles=res.cycles, busy_cycles=p.busy, start=p.start, end=p.end)
+               for op, res, p in zip(plan.ops, results, placed)]  # fmt: skip
+        critical = tuple(dict.fromkeys(plan.ops[s.job].name for s in sched.critical))
+        return PlanResult(plan, ops, True, critical, sched.overlap_cycles(), sched)
+    ops, t = [], 0
+    for op, res in zip(plan.ops, results):
+        ops.append(replace(res, unit=unit_of(op), alone_cycles=res.cycles,
+                           busy_cycles=res.cycles, start=t, end=t + res.cycles))  # fmt: skip
+        t += res.cycles
+    return PlanResult(plan, ops, False, tuple(op.name for op in plan.ops))

@@ -43,6 +43,7 @@ def single_report(r: SimResult) -> str:
         f"  energy          {si(r.energy_pj * 1e-12, 'J'):>16}",
         f"  energy / MAC    {si(r.pj_per_mac * 1e-12, 'J'):>16}",
     ]
+    lines += _schedule_lines(r)
     if r.stalls:
         lines += ["", "  stall cycles by cause"]
         for cause, cycles in sorted(r.stalls.items(), key=lambda kv: -kv[1]):
@@ -54,6 +55,28 @@ def single_report(r: SimResult) -> str:
     for note in r.notes:
         lines.append(f"  note: {note}")
     return "\n".join(lines)
+
+
+def _schedule_lines(r: SimResult) -> list[str]:
+    """How the plan ran: overlap on or off, each unit's busy cycles, the cycles with two or more
+    units busy, the critical path and each operation's place (cycles)."""
+    how = ("on: the plan's ops as a graph on concurrent units, row block by row block"
+           if r.overlap else "off: ops one after another")  # fmt: skip
+    busy = " · ".join(f"{unit} {cycles:,} ({cycles / r.cycles:.1%})"
+                      for unit, cycles in r.units_busy.items() if r.cycles)  # fmt: skip
+    lines = ["", f"  overlap         {how}",
+             f"  units busy      {busy}",
+             f"  overlapped      {r.overlap_cycles:>16,}  cycles with two or more units busy",
+             f"  one after other {r.sequential_cycles:>16,}  cycles of the same ops in series",
+             f"  critical path   {' > '.join(r.critical_path)}"]  # fmt: skip
+    if len(r.ops) > 1:
+        lines += ["", "  operation                     unit            alone        busy"
+                      "    critical        start → end"]  # fmt: skip
+        for op in r.ops:
+            lines.append(f"    {op['name']:<28}{op['unit']:<10}{op['alone_cycles']:>12,}"
+                         f"{op['busy_cycles']:>12,}{op['cycles']:>12,}  "
+                         f"{op['start_cycle']:>12,} → {op['end_cycle']:,}")  # fmt: skip
+    return lines
 
 
 def _missing(value: Any) -> bool:
@@ -126,7 +149,11 @@ def table_report(df: pd.DataFrame, baseline: str | None = "w8a8") -> str:
                ("utilization", "utilization", percent_text),
                ("energy_pj", "energy", pj_text), ("pj_per_mac", "energy/MAC", pj_text),
                (f"speedup_vs_{baseline or 'w8a8'}", vs, ratio_text),
-               ("rel_error", "rel. error", error_text)]  # fmt: skip
+               ("rel_error", "rel. error", error_text),
+               ("busy_matrix_cycles", "matrix busy", count_text),
+               ("busy_vector_cycles", "vector busy", count_text),
+               ("overlap_cycles", "overlapped", count_text),
+               ("critical_path", "critical path", None)]  # fmt: skip
     return display_table(df, columns)
 
 
