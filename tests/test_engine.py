@@ -130,13 +130,19 @@ def test_twin_agrees(arch, M, K, N, precision):
 
 
 def test_twin_tracks_des_on_a_random_grid():
-    """Every shipped arch × fp16/w8a8/w8a8_static/w4a4_static × log-uniform shapes (1…8192):
-    the distribution of |twin − DES| / DES stays where bench_engine measured it."""
+    """Every shipped single-core arch × fp16/w8a8/w8a8_static/w4a4_static × log-uniform shapes
+    (1…8192): the distribution of |twin − DES| / DES stays where bench_engine measured it."""
     import numpy as np
 
+    from accel_sim.arch.load import list_archs
     from accel_sim.engine.agreement import agreement, grid_ops
 
-    errors = np.array([abs(agreement(*case).error) for case in grid_ops(seed=7, n=120)])
+    # the single-core archs the bounds were measured on: a chip (cores > 1) never runs a matmul
+    # on its whole-chip arch as one core; its per-core views are measured by
+    # benchmarks/bench_chip.py --agreement (docs/engine.md, "Whole chips")
+    archs = [name for name in list_archs() if load_arch(name).cores == 1]
+    cases = grid_ops(seed=7, n=120, archs=archs)
+    errors = np.array([abs(agreement(*case).error) for case in cases])
     assert np.median(errors) < 0.005
     assert np.percentile(errors, 90) < 0.03
     assert errors.max() < 0.18
