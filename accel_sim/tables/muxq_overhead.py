@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from accel_sim.arch.load import load_arch
+from accel_sim.engine.chip import scope
 from accel_sim.tables.registry import TableResult, register_table
 from accel_sim.tables.tweo_static import LINEAR_KINDS, arch_path, op_costs, trace_path
 from accel_sim.workload.gemm import Gemm
@@ -265,7 +266,8 @@ def build(archs: Sequence[str] = ARCHS, trace: str = TRACE, engine: str = "des")
     header = [
         "architectures: "
         + "; ".join(
-            f"{arch_path(a, load_arch(a))} ({load_arch(a).description})" for a in archs
+            f"{arch_path(a, load_arch(a))} ({load_arch(a).description}; {scope(load_arch(a))})"
+            for a in archs
         ),  # fmt: skip
         f"statistics: trace {tr.name} ({trace_path(tr)}; {tr.manifest.get('tokens')} tokens, "
         f"{len(tr.gemms)} GEMMs): outlier channels (any |x| > 6) per GEMM drive the plans; "

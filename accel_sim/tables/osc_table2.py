@@ -31,6 +31,7 @@ import pandas as pd
 
 from accel_sim.api import simulate
 from accel_sim.arch.load import ARCH_DIR, load_arch, resolve_arch_path
+from accel_sim.engine.chip import scope
 from accel_sim.tables.registry import TableResult, register_table
 
 ARCH = "ascend_like_cube"
@@ -335,7 +336,8 @@ def build(arch: str = ARCH, sizes: Sequence[int] = SIZES, m_memory: Sequence[int
     elapsed = time.perf_counter() - start
     arch_file = arch_path(arch, arch_obj)
     header = [
-        f"architecture: {arch_file} ({arch_obj.description}); rates {dict(arch_obj.compute.rates)}",
+        f"architecture: {arch_file} ({arch_obj.description}; {scope(arch_obj)}); rates "
+        f"{dict(arch_obj.compute.rates)}",
         "statistics: none — OSC branch width K' = ceil(K/G), the lookup table's upper bound "
         "and the paper's Table 2 assumption (no trace); MXFP4 base (4.25 bits/element), "
         "no down-projection fallback (kind-less GEMMs)",

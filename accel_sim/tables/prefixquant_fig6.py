@@ -54,6 +54,7 @@ import numpy as np
 import pandas as pd
 
 from accel_sim.arch.load import arch_from_dict, load_arch, resolve_arch_path
+from accel_sim.engine.chip import scope
 from accel_sim.model_run import simulate_model
 from accel_sim.tables.osc_table2 import arch_path
 from accel_sim.tables.registry import TableResult, register_table
@@ -307,7 +308,8 @@ def _header(arch: str, cal_arch, calib: Calibration) -> list[str]:
     pre, dec = _metric("prefill", a["prefill"], clock), _metric("decode", a["decode"], clock)
     n = {(e, p): calib.evaluation_count(e, p) for e in ("twin", "des") for p in t}
     return [
-        f"architecture: {arch_path(arch, cal_arch)} (RTX 3090 as one 16x16x164 FP16 cube, "
+        f"architecture: {arch_path(arch, cal_arch)} ({scope(cal_arch)}: RTX 3090 as one "
+        "16x16x164 FP16 cube, "
         f"{clock / 1e9:.3f} GHz, GDDR6X 936 GB/s)",
         f"model: workloads/models/{MODEL}.yaml; prefill {PREFILL_TOKENS} tokens (batch 1, LM "
         f"head over all tokens); decode {DECODE_TOKENS} tokens after a {PREFILL_TOKENS}-token "

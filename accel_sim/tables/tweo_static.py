@@ -29,6 +29,7 @@ from accel_sim.api import SimResult, simulate
 from accel_sim.arch.load import ARCH_DIR, load_arch, resolve_arch_path
 from accel_sim.dataflow.registry import get_dataflow
 from accel_sim.energy.model import price
+from accel_sim.engine.chip import scope
 from accel_sim.engine.run import run_plan
 from accel_sim.tables.registry import TableResult, register_table
 from accel_sim.workload.gemm import Gemm
@@ -235,7 +236,7 @@ def build(arch: str = ARCH, trace: str = TRACE, qwen_ms: Sequence[int] = QWEN_MS
     table = full[[c for c in full.columns if not c.startswith("_")]].round(4)
     elapsed = time.perf_counter() - start
     header = [
-        f"architecture: {arch_path(arch, arch_obj)} ({arch_obj.description})",
+        f"architecture: {arch_path(arch, arch_obj)} ({arch_obj.description}; {scope(arch_obj)})",
         f"statistics: trace {tr.name} ({trace_path(tr)}; {tr.manifest.get('tokens')} tokens, "
         f"{len(tr.gemms)} GEMMs): numerical errors errors['w8a8'] / errors['w8a8_static'] per "
         "GEMM, averaged per kind; qwen3-8b rows: shapes from workloads/models/qwen3-8b.yaml "
