@@ -175,3 +175,14 @@ def test_run_and_explain_on_the_chip(run_cli):
 def test_chip_utilization_is_the_chips():
     r = accel_sim.simulate(CHIP, "6144x2048x4096", "fp16")
     assert 0.85 < r.utilization <= 1.0
+
+
+def test_model_run_jobs_do_not_change_the_result(run_cli):
+    """``--jobs`` only spreads the distinct GEMM rows over forked processes."""
+    from accel_sim.model_run.simulate import simulate_model
+
+    runs = [simulate_model(CHIP, "gpt2-small", "prefill", 64, dataflows=("fp16", "w8a8"),
+                           stats_from=None, jobs=jobs) for jobs in (1, 2)]  # fmt: skip
+    assert runs[0].table.equals(runs[1].table)
+    code, out, err = run_cli(["model", "gpt2-small", "--tokens", "4", "--jobs", "0"])
+    assert code == 2 and "--jobs" in err

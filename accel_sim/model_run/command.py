@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 
 from accel_sim.errors import UserInputError
 from accel_sim.knobs import parse_knobs
+from accel_sim.model_run.parallel import MAX_JOBS
 from accel_sim.model_run.simulate import DEFAULT_ARCH, DEFAULT_STATS
 from accel_sim.workload.gemm import MAX_DIM
 from accel_sim.workload.models import ModelSpec, workload_size_problem
@@ -34,6 +36,25 @@ def _count(low: int):
 
     parse.__name__ = "integer"  # argparse names the type in its message
     return parse
+
+
+def default_jobs() -> int:
+    """The CPUs this process may use, at most 4 (``--jobs``' default)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(4, cpus))
+
+
+def _jobs(text: str) -> int:
+    if not _DIGITS.fullmatch(text) or not 1 <= int(text) <= MAX_JOBS:
+        raise argparse.ArgumentTypeError(f"expected an integer in 1 .. {MAX_JOBS}, got "
+                                         f"{text[:40]!r}")  # fmt: skip
+    return int(text)
+
+
+_jobs.__name__ = "integer"
 
 
 def _model_spec(args: argparse.Namespace) -> ModelSpec:
@@ -90,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
         args.dataflow or ["w8a8"], parse_knobs(args.knob),
         None if args.stats_from == "none" else args.stats_from,
         args.prefix_tokens, args.engine, progress=sys.stderr.isatty(), logits=args.logits,
+        jobs=args.jobs,
     )  # fmt: skip
     if args.out is not None:
         write_table(result.table, args.out)
@@ -153,6 +175,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--engine", choices=("des", "twin"), default="des",
                    help="des: the discrete-event simulation; twin: its closed-form model, "
                         "faster (default: des)")  # fmt: skip
+    p.add_argument("--jobs", type=_jobs, default=default_jobs(), metavar="N",
+                   help="processes simulating the GEMM rows in parallel, 1.."
+                        f"{MAX_JOBS}; the result is the same for any N (default: the CPUs this "
+                        f"process may use, at most 4: {default_jobs()})")  # fmt: skip
     p.add_argument("--json", action="store_true",
                    help="print one JSON object (totals, by_kind, rows) instead of the "
                         "report")  # fmt: skip

@@ -48,6 +48,7 @@ from accel_sim.engine.chip import scope, stream_view
 from accel_sim.engine.counts import ActionCounts
 from accel_sim.engine.run import launch_cycles, run_plan
 from accel_sim.errors import UserInputError
+from accel_sim.model_run.parallel import prefetch
 from accel_sim.model_run.stats import KindStats
 from accel_sim.workload.gemm import Gemm
 from accel_sim.workload.models import ATTENTION_KINDS, ModelSpec, VectorWork, load_model, lower
@@ -171,7 +172,7 @@ def simulate_model(
     tokens: int = 2048, batch: int = 1, kv_len: int = 0, dataflows=("w8a8",),
     knobs: dict[str, dict[str, Any]] | None = None,
     stats_from: str | Path | Trace | None = DEFAULT_STATS, extra_prefix_tokens: int = 0,
-    engine: str = "des", progress: bool = False, logits: str = "all",
+    engine: str = "des", progress: bool = False, logits: str = "all", jobs: int = 1,
 ) -> ModelResult:  # fmt: skip
     """Simulate one phase of a model under each dataflow (module docstring: assumptions).
 
@@ -182,6 +183,8 @@ def simulate_model(
             kind, or ``None``.
         extra_prefix_tokens: PrefixQuant's prefixed tokens already in the KV cache.
         logits: LM head over ``"all"`` prompt tokens or only the ``"last"`` (``lower``).
+        jobs: processes simulating the distinct GEMM rows (forked; 1 = in this process). The
+            result is the same for any value.
     """
     arch = load_arch(arch)
     spec = model if isinstance(model, ModelSpec) else load_model(model)
@@ -208,7 +211,18 @@ def simulate_model(
 
     vector_rows = [_vector_row(arch, spec, v, batch, engine) for v in work.vector_ops]
     bar = _bar(len(flows) * len(work.gemms), f"{spec.name} {phase}") if progress else None
-    cache: dict[tuple, Any] = {}
+    tasks: dict[tuple, tuple] = {}
+    for flow in flows if jobs > 1 else ():
+        for gemm in work.gemms:
+            run_as = attn_flow if gemm.kind in ATTENTION_KINDS else flow
+            flow_knobs = None if run_as != flow else knobs.get(flow)
+            key = (replace(gemm, name=""), run_as, json.dumps(flow_knobs, sort_keys=True))
+            try:
+                stats = kind_stats.stats_for(gemm) if kind_stats else None
+            except UserInputError:
+                continue  # raised (or the flow skipped) by the loop below
+            tasks.setdefault(key, (arch, gemm, run_as, flow_knobs, stats, engine))
+    cache: dict[tuple, Any] = prefetch(tasks, jobs)
     rows: list[dict[str, Any]] = []
     skipped: dict[str, str] = {}
     for flow in flows:
