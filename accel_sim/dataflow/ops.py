@@ -76,6 +76,7 @@ skipped set.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import fields
@@ -162,9 +163,8 @@ def build(gemm, arch, stats, knobs) -> Plan:
     if choice is None:
         return plan
     extra = {"ops_tau_auto": True, "ops_tau_met": choice.met}
-    return Plan(
-        plan.dataflow, plan.gemm, plan.ops, (choice.note(), *plan.notes), {**plan.knobs, **extra}
-    )
+    notes = (choice.note(), *plan.notes)
+    return dataclasses.replace(plan, notes=notes, knobs={**plan.knobs, **extra})
 
 
 def _build(gemm, arch, stats, knobs) -> Plan:
