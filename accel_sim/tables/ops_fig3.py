@@ -38,6 +38,7 @@ import pandas as pd
 
 from accel_sim.arch.load import load_arch
 from accel_sim.dataflow import ops_tau
+from accel_sim.engine.chip import scope
 from accel_sim.model_run import simulate_model
 from accel_sim.model_run.stats import KindStats
 from accel_sim.tables.osc_table2 import arch_path
@@ -181,13 +182,15 @@ def build(arch: str = ARCH, models=MODELS, bitslice: str | None = BITSLICE) -> T
     sp = speedups(table)
     first = arch_objs[arch]
     header = [
-        f"architecture: {arch_path(arch, first)} ({first.compute.describe()}, a separate "
+        f"architecture: {arch_path(arch, first)} ({scope(first)}; {first.compute.describe()}, a "
+        "separate "
         f"early-bird comparator unit); the OPS paper states no array size",
     ]
     if bitslice:
         bs = arch_objs[bitslice]
         header.append(
-            f"architecture: {arch_path(bitslice, bs)} ({bs.compute.describe()}; equal area for "
+            f"architecture: {arch_path(bitslice, bs)} ({scope(bs)}; {bs.compute.describe()}; equal "
+            "area for "
             "INT16/W8A8/MUXQ/OPS; attention as static INT8, no FP16; OSC needs FP4/FP16: no row)"
         )
     header += [
