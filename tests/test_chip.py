@@ -80,16 +80,20 @@ def test_dram_bound_gemv_runs_at_the_chips_hbm_bandwidth():
 
 def test_compute_bound_gemm_is_one_nth_of_a_core_plus_its_fill():
     """6144x2048x4096 FP16 on 24 cores: an even grid (24 equal parts); each core's compute is
-    exactly 1/24 of the whole GEMM on one 16x16x16 cube (4096 MACs/cycle), the rest is its
-    fill; and it is what the per-core file (ascend_like_cube: the same core with a 1/24 share of
-    L2 and HBM) takes for that part."""
+    exactly 1/24 of the whole GEMM on one 16x16x16 cube (4096 MACs/cycle), the rest is its fill
+    (within 2 %). In lockstep the cores of a grid row fetch their common A tiles once (a column
+    its B tiles): HBM reads every byte of A and B exactly once and writes C once. Without that
+    merging (the per-core file, ascend_like_cube: a 1/24 share of L2 and HBM) the same part
+    takes longer."""
     op = MatmulOp("t", 6144, 2048, 4096, "fp16", 16, 16)
     run = simulate_matmul(load_arch(CHIP), op)
     assert run.partition.active == 24 and len(run.partition.parts(op)) == 1  # 24 equal parts
     assert run.compute_cycles == 6144 * 2048 * 4096 // (24 * 4096)
-    assert run.compute_cycles <= run.cycles <= 1.10 * run.compute_cycles
+    assert run.compute_cycles <= run.cycles <= 1.02 * run.compute_cycles
+    assert run.counts.bytes_read["HBM"] == (6144 * 2048 + 2048 * 4096) * 2
+    assert run.counts.bytes_written["HBM"] == 6144 * 4096 * 2
     one_core = simulate_matmul(load_arch("ascend_like_cube"), run.partition.largest(op)).cycles
-    assert run.cycles == pytest.approx(one_core, rel=1e-3)
+    assert run.cycles < one_core
 
 
 def test_k_split_pays_and_charges_its_reduction():

@@ -2,153 +2,76 @@
 
 A chip is ``cores`` copies of one core (compute unit, vector unit, every per-core memory level)
 around the levels marked ``shared`` (L2 and DRAM on the shipped chips; capacities and bandwidths
-of a shared level are the chip's totals). A matmul is split on a grid ``gm × gn × gk`` (rows
-of A, columns of B, the reduction dimension); each core runs one sub-GEMM with all of the op's
-instances (``count``: never split, since a model's layers are instances and depend on each other).
+of a shared level are the chip's totals). ``engine/chip_grid.py`` chooses how a matmul is split
+(a grid ``gm × gn × gk``, a K split with its reduction); this module runs it.
 
 **Contention model** (docs/engine.md, "Whole chips"): each core's sub-GEMM is mapped and
 simulated by the single-core engine on a *per-core view* of the chip — the per-core levels as
 they are, every shared level with ``1/active`` of its capacity, its bandwidths and its DRAM
-in-flight window (``active`` = the cores the partition keeps busy). That is exact for symmetric
-sub-GEMMs running in lockstep under fair arbitration, which is what a balanced grid gives; the
-chip's cycles are the slowest core's (the one with the largest part in every dimension), action
-counts (hence energy) are summed over every core's own sub-GEMM. Not modelled: reuse of a shared
-operand in L2 across cores (each core fetches its own A and B), and cores that finish early
-handing their bandwidth to the others (so remainder parts cost the slowest core's time).
-
-**K split.** With ``gk > 1`` every core writes its partial sums (at the accumulator width) out
-through its C path to DRAM, then the active cores' vector units add the ``gk`` partials and
-apply the epilogue, costed as one streaming pass over DRAM by :class:`MemorySystem` (``reduce``).
-
-**Choice of grid.** Grids are ranked by a lower bound in cycles: the slowest core's compute time
-(the unit's step timing over its sub-GEMM, edges padded; divided by the matmul efficiency) vs the
-busiest port if every operand crossed every level on its path once (a shared level carrying every
-core's bytes), plus a fill (DRAM latency and the first tiles at a core's share of DRAM) and the
-reduction. The DES
-runs only the winner. Splits are aligned to the unit's step granule (a cube block, an array side).
+in-flight window (``active`` = the cores the partition keeps busy), except that in lockstep the
+``gn`` cores of a grid row request the same A tiles at the same moments (a column's ``gm`` cores
+the same B tiles) and a shared on-chip level next to DRAM fetches such a tile once for all of
+them: the DRAM's share, a shared level's fill share and capacity grow by :func:`merge_factor`.
+That is exact for equal sub-GEMMs running in lockstep under fair arbitration, up to weighting
+the merge by each operand's bytes crossing once. The chip's cycles are the slowest core's (the
+largest part in every dimension); action counts (hence energy) are the sum of every core's own
+sub-GEMM, DRAM reads and fills of merged operands counted once per row or column. Not modelled:
+cores that finish early handing their bandwidth to the others (remainder parts cost the slowest
+core's time).
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass, replace
 
 from accel_sim.arch.schema import Arch
-from accel_sim.arch.units.base import StepTile
 from accel_sim.dataflow.plan import MatmulOp
+from accel_sim.engine.chip_grid import (
+    Partition,
+    Split,
+    merge_factor,
+    merged,
+    partition,
+    reduce_cycles,
+)
 from accel_sim.engine.counts import ActionCounts, matmul_counts
 from accel_sim.engine.des import simulate_program
 from accel_sim.engine.mapper import map_matmul
-from accel_sim.engine.memory import MemorySystem
-from accel_sim.engine.program import Program, matmul_efficiency
+from accel_sim.engine.program import Program
 from accel_sim.engine.twin import twin_cycles
 
-#: Dimensions a matmul is split along, in the order of :attr:`Partition.grid`.
-DIMS = ("count", "M", "N", "K")
+__all__ = ["MatmulRun", "Partition", "Split", "core_view", "merge_factor", "merged", "partition",
+           "reduce_cycles", "scope", "simulate_matmul", "stream_view", "view_for"]  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Split:
-    """One dimension of ``size`` elements cut into parts of ``part`` (the last one ``last``)."""
-
-    size: int
-    part: int
-
-    @property
-    def parts(self) -> int:
-        return -(-self.size // self.part)
-
-    @property
-    def last(self) -> int:
-        return self.size - (self.parts - 1) * self.part
-
-    def sizes(self) -> dict[int, int]:
-        """Part size → how many parts have it."""
-        out = Counter({self.part: self.parts - 1})
-        out[self.last] += 1
-        return {s: n for s, n in out.items() if n}
+_VIEWS: dict[tuple, Arch] = {}
 
 
-@dataclass(frozen=True)
-class Partition:
-    """A matmul's split across cores: one :class:`Split` per dimension of :data:`DIMS`."""
-
-    splits: tuple[Split, Split, Split, Split]
-    bound_cycles: float = 0.0
-
-    @property
-    def grid(self) -> tuple[int, ...]:
-        return tuple(s.parts for s in self.splits)
-
-    @property
-    def active(self) -> int:
-        """Cores that run a sub-GEMM (the others idle)."""
-        return math.prod(self.grid)
-
-    def largest(self, op: MatmulOp) -> MatmulOp:
-        """The sub-GEMM of the slowest core: the largest part in every dimension."""
-        return sub_op(op, *(s.part for s in self.splits), self.grid[3])
-
-    def parts(self, op: MatmulOp) -> list[tuple[MatmulOp, int]]:
-        """Every distinct sub-GEMM and how many cores run it (their MACs add up to ``op``'s)."""
-        out: list[tuple[MatmulOp, int]] = []
-        b, m, n, k = (s.sizes() for s in self.splits)
-        for cb, nb in b.items():
-            for cm, nm in m.items():
-                for cn, nn in n.items():
-                    for ck, nk in k.items():
-                        out.append((sub_op(op, cb, cm, cn, ck, self.grid[3]), nb * nm * nn * nk))
-        return out
-
-    def describe(self) -> str:
-        names = ("instances", "M", "N", "K")
-        cut = [
-            f"{name} {s.size} in {s.parts} x {s.part}"
-            + (f" (last {s.last})" if s.last != s.part else "")
-            for name, s in zip(names, self.splits)
-            if s.parts > 1
-        ]
-        return " · ".join(cut) if cut else "not split"
-
-
-def sub_op(op: MatmulOp, count: int, M: int, N: int, K: int, gk: int) -> MatmulOp:
-    """One core's part of ``op``; with a K split (``gk > 1``) it writes partial sums at the
-    accumulator width and leaves the epilogue to the reduction."""
-    if gk == 1:
-        return replace(op, count=count, M=M, N=N, K=K)
-    return replace(
-        op,
-        count=count,
-        M=M,
-        N=N,
-        K=K,
-        c_bits=float(op.accumulator_bits),
-        epilogue_ops_per_output=0.0,
-    )
-
-
-_VIEWS: dict[tuple[str, int], Arch] = {}
-
-
-def core_view(arch: Arch, active: int) -> Arch:
+def core_view(arch: Arch, active: int, merge: float = 1.0) -> Arch:
     """One core of ``arch`` with ``1/active`` of every shared level's capacity, bandwidths and
-    in-flight window (a single-core :class:`Arch` the engine runs as it is)."""
+    in-flight window (a single-core :class:`Arch` the engine runs as it is). ``merge`` ≥ 1 (from
+    :func:`merge_factor`) is how many cores' requests one DRAM fetch serves on average: the
+    DRAM's share, a shared on-chip level's write (fill) share and capacity are ``merge`` times
+    larger; a shared level's reads stay ``1/active`` (each core reads its own copy)."""
     if arch.cores == 1:
         return arch
-    key = (arch.fingerprint, active)
+    merge = round(min(max(merge, 1.0), active), 4)
+    key = (arch.fingerprint, active, merge)
     view = _VIEWS.get(key)
     if view is None:
         levels = []
-        for level in arch.memory:
+        for i, level in enumerate(arch.memory):
             if level.shared and active > 1:
+                fill = active / merge
+                read = fill if i == 0 else active
                 update = {
-                    "capacity_bytes": max(1, level.capacity_bytes // active),
-                    "read_bytes_per_cycle": level.read_bytes_per_cycle / active,
-                    "write_bytes_per_cycle": level.write_bytes_per_cycle / active,
+                    "capacity_bytes": max(1, int(level.capacity_bytes // fill)),
+                    "read_bytes_per_cycle": level.read_bytes_per_cycle / read,
+                    "write_bytes_per_cycle": level.write_bytes_per_cycle / fill,
                 }
                 if level.max_inflight_bytes is not None:
-                    update["max_inflight_bytes"] = max(1, level.max_inflight_bytes // active)
+                    update["max_inflight_bytes"] = max(1, int(level.max_inflight_bytes // fill))
                 level = level.model_copy(update=update)
             levels.append(level)
         view = arch.model_copy(update={"cores": 1, "memory": levels})
@@ -156,6 +79,11 @@ def core_view(arch: Arch, active: int) -> Arch:
             _VIEWS.clear()
         _VIEWS[key] = view
     return view
+
+
+def view_for(arch: Arch, op: MatmulOp, p: Partition) -> Arch:
+    """The per-core view the slowest core of ``p`` runs on."""
+    return core_view(arch, p.active, merge_factor(arch, op, p))
 
 
 def stream_view(arch: Arch) -> Arch:
@@ -179,187 +107,6 @@ def stream_view(arch: Arch) -> Arch:
     ]
     vector = arch.vector.model_copy(update={"bytes_per_cycle": arch.vector.bytes_per_cycle * n})
     return arch.model_copy(update={"cores": 1, "memory": levels, "vector": vector})
-
-
-# ----------------------------------------------------------------------------- the grid
-def _granules(arch: Arch, op: MatmulOp, rate: int) -> dict[str, int]:
-    """Per dimension, the smallest step the unit takes along it (splits are multiples of it)."""
-    tiles = arch.compute.step_tiles(op.M, op.K, op.N, rate)
-    return {
-        "count": 1,
-        "M": min(t.tm for t in tiles),
-        "N": min(t.tn for t in tiles),
-        "K": min(t.tk for t in tiles),
-    }
-
-
-def _choices(size: int, granule: int, cores: int, powers_of_two: bool = False) -> list[Split]:
-    """Distinct splits of ``size`` into at most ``cores`` parts aligned to ``granule`` (only
-    1, 2, 4, ... parts with ``powers_of_two``: the K split, a reduction tree's natural sizes)."""
-    units = -(-size // granule)
-    seen: dict[int, Split] = {}
-    for g in range(1, min(cores, units) + 1):
-        if powers_of_two and g & (g - 1):
-            continue
-        part = min(size, -(-units // g) * granule)
-        seen.setdefault(part, Split(size, part))
-    return list(seen.values())
-
-
-#: Largest step tiles tried by :func:`_compute_cycles` (the fewest steps: the least fill per step).
-_TILES = 4
-
-
-def _largest_tiles(arch: Arch, op: MatmulOp, rate: int) -> list[StepTile]:
-    tiles = arch.compute.step_tiles(op.M, op.K, op.N, rate)
-    return sorted(tiles, key=lambda t: -t.tm * t.tk * t.tn)[:_TILES]
-
-
-def _compute_cycles(arch: Arch, tiles: list[StepTile], rate: int, M: int, K: int,
-                    N: int) -> int:  # fmt: skip
-    """The unit's busy cycles on an ``M×K×N`` matmul: the best of ``tiles`` (cut to the
-    sub-GEMM), edges priced by :meth:`ComputeUnit.step_cycles`; before the matmul efficiency."""
-    unit, best = arch.compute, math.inf
-    for tile in tiles:
-        t = StepTile(min(tile.tm, M), min(tile.tk, K), min(tile.tn, N))
-        total = 0
-        for m, nm in _edges(M, t.tm):
-            for k, nk in _edges(K, t.tk):
-                for n, nn in _edges(N, t.tn):
-                    total += nm * nk * nn * unit.step_cycles(t, rate, m, k, n)
-        best = min(best, total)
-    return best
-
-
-def _edges(size: int, tile: int) -> list[tuple[int, int]]:
-    full, rest = divmod(size, tile)
-    return [(e, n) for e, n in ((tile, full), (rest, 1)) if n and e]
-
-
-def reduce_cycles(arch: Arch, op: MatmulOp, gk: int, active: int) -> tuple[int, ActionCounts]:
-    """The K split's reduction: ``gk`` partials per output read from DRAM at the accumulator
-    width, added (``gk − 1`` ops) and finished (the epilogue) on ``active`` vector units, the
-    result written to DRAM at ``c_bits``. (cycles, action counts)."""
-    if gk <= 1:
-        return 0, ActionCounts()
-    outputs = op.M * op.N * op.count
-    read = math.ceil(outputs * gk * op.accumulator_bits / 8)
-    write = math.ceil(outputs * op.c_bits / 8)
-    ops = outputs * (gk - 1 + op.epilogue_ops_per_output)
-    lanes = arch.vector.bytes_per_cycle // 2 * active
-    cycles = arch.vector.startup_cycles + max(
-        math.ceil(ops / lanes), MemorySystem(arch).stream_cycles(0, read, write)
-    )
-    counts = ActionCounts(vector_ops=ops)
-    counts.bytes_read[arch.dram.name] += read
-    counts.bytes_written[arch.dram.name] += write
-    return cycles, counts
-
-
-def _operand_bytes(op: MatmulOp, M: int, N: int, K: int) -> tuple[int, int, int]:
-    """Bytes of A, B and C of ``op``'s ``M×K×N`` part (all instances; scale streams with A, B)."""
-    a = M * K * op.a_bits + M * op.a_scale_bits_per_row
-    b = K * N * op.b_bits + N * op.b_scale_bits_per_col
-    c = M * N * (op.accumulator_bits if K < op.K else op.c_bits)
-    return tuple(math.ceil(op.count * v / 8) for v in (a, b, c))
-
-
-def _roles(arch: Arch) -> list[tuple[int, bool, tuple[tuple[int, bool, bool], ...]]]:
-    """Per level: (index, shared, ((operand 0/1/2, read, written), ...)) if every operand
-    crossed every level on its path once: A and B are written into a level (not the DRAM) and
-    read from it inward; C, outside its accumulator, is written from inside and read outward
-    (not from the DRAM)."""
-    out = []
-    for i, level in enumerate(arch.memory):
-        roles = []
-        for x, operand in enumerate("ABC"):
-            path = arch.path(operand)
-            if level not in path or (operand == "C" and level is path[-1]):
-                continue
-            if operand == "C":
-                roles.append((x, i > 0, True))
-            else:
-                roles.append((x, level is not path[-1], i > 0))
-        out.append((i, level.shared, tuple(roles)))
-    return out
-
-
-def _port_bound(memory: MemorySystem, roles, op: MatmulOp, p: Partition) -> float:
-    """Cycles of the busiest port under :func:`_roles`' traffic: a shared level carries every
-    core's bytes at the chip's rate, a per-core level the slowest core's at its own rate."""
-    _, sm, sn, sk = p.splits
-    mine = _operand_bytes(op, sm.part, sn.part, sk.part)
-    every = [0, 0, 0]
-    for m, nm in sm.sizes().items():
-        for n, nn in sn.sizes().items():
-            for k, nk in sk.sizes().items():
-                for x, v in enumerate(_operand_bytes(op, m, n, k)):
-                    every[x] += nm * nn * nk * v
-    worst = 0.0
-    for i, shared, level_roles in roles:
-        traffic = every if shared else mine
-        reads = sum(traffic[x] for x, read, _ in level_roles if read)
-        writes = sum(traffic[x] for x, _, written in level_roles if written)
-        worst = max(worst, memory.access_cycles(i, reads, writes))
-    return worst
-
-
-def _fill(memory: MemorySystem, op: MatmulOp, tile: StepTile, p: Partition, inner) -> float:
-    """Cycles before a core's first step can start: DRAM's latency plus its first A and B tiles
-    (``tile`` cut to its part, at most one buffer of the innermost level, ``inner``) at its share
-    of DRAM bandwidth (fewer busy cores: more each)."""
-    _, sm, sn, sk = p.splits
-    m, k, n = min(tile.tm, sm.part), min(tile.tk, sk.part), min(tile.tn, sn.part)
-    a, b, _ = _operand_bytes(replace(op, count=1), m, n, k)
-    share = memory.hop_bandwidth(0, 1) / p.active if len(memory.levels) > 1 else math.inf
-    return memory.latency(0) + (min(a, inner[0]) + min(b, inner[1])) / share
-
-
-_PARTITIONS: dict[tuple, Partition] = {}
-#: Bounds this close (relative) count as a tie.
-TIE = 0.005
-
-
-def partition(arch: Arch, op: MatmulOp) -> Partition:
-    """The grid of ``op`` on ``arch`` with the lowest bound (module docstring); among grids
-    within :data:`TIE` of it, the fewest K parts, then the most active cores (more per-core
-    ports: slack the bound does not see)."""
-    key = (arch.fingerprint, replace(op, name=""))
-    hit = _PARTITIONS.get(key)
-    if hit is not None:
-        return hit
-    rate = arch.compute.rate(op.precision, arch.origin, op.name)
-    eff = matmul_efficiency(arch, op.precision)
-    grain = _granules(arch, op, rate)
-    tiles = _largest_tiles(arch, op, rate)
-    memory, roles = MemorySystem(arch), _roles(arch)
-    inner = [arch.path(x)[-1].capacity_bytes / arch.path(x)[-1].buffers for x in "AB"]
-    cores = arch.cores
-    compute: dict[tuple, float] = {}
-    found = []
-    # instances are never split: a model's layers are instances of one op and depend on each
-    # other; heads could be, but the op does not say which its instances are
-    for sb in (Split(op.count, op.count),):
-        for sk in _choices(op.K, grain["K"], cores // sb.parts, powers_of_two=True):
-            rest = cores // (sb.parts * sk.parts)
-            for sm in _choices(op.M, grain["M"], rest):
-                for sn in _choices(op.N, grain["N"], rest // sm.parts):
-                    p = Partition((sb, sm, sn, sk))
-                    shape = (sb.part, sm.part, sk.part, sn.part)
-                    if shape not in compute:
-                        busy = _compute_cycles(arch, tiles, rate, *shape[1:])
-                        compute[shape] = sb.part * busy / eff
-                    ports = _port_bound(memory, roles, op, p)
-                    fill = _fill(memory, op, tiles[0], p, inner)
-                    reduce = reduce_cycles(arch, op, sk.parts, p.active)[0]
-                    bound = max(compute[shape], ports) + fill + reduce
-                    found.append((bound, sk.parts, -p.active, replace(p, bound_cycles=bound)))
-    low = min(f[0] for f in found)
-    hit = min((f for f in found if f[0] <= low * (1 + TIE)), key=lambda f: f[1:3])[3]
-    if len(_PARTITIONS) >= 20000:
-        _PARTITIONS.clear()
-    _PARTITIONS[key] = hit
-    return hit
 
 
 # ----------------------------------------------------------------------------- simulation
@@ -397,13 +144,19 @@ def simulate_matmul(
         program, cycles, compute, stalls = _core(arch, op, engine, collapse)
         return MatmulRun(cycles, compute, stalls, matmul_counts(program), program.rate)
     p = partition(arch, op)
-    view = core_view(arch, p.active)
+    view = view_for(arch, op, p)
     largest = p.largest(op)
     program, cycles, compute, stalls = _core(view, largest, engine, collapse)
     counts = ActionCounts()
+    share = {"A": p.grid[2], "B": p.grid[1]}  # cores one merged DRAM fetch serves
     for sub, n in p.parts(op):
         sub_program = program if sub == largest else Program(view, sub, map_matmul(view, sub))
         counts.add(matmul_counts(sub_program), n)
+        for link, nbytes in zip(sub_program.links, sub_program.link_bytes):
+            if link.src == 0 and link.operand in share and merged(arch)["AB".index(link.operand)]:
+                saved = round(nbytes * n * (1 - 1 / share[link.operand]))
+                counts.bytes_read[arch.memory[0].name] -= saved
+                counts.bytes_written[arch.memory[link.dst].name] -= saved
     extra, reduce_counts = reduce_cycles(arch, op, p.grid[3], p.active)
     counts.add(reduce_counts)
     if extra:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from accel_sim.arch.schema import Arch
 from accel_sim.dataflow.plan import MatmulOp
-from accel_sim.engine.chip import core_view, partition, reduce_cycles, scope
+from accel_sim.engine.chip import partition, reduce_cycles, scope, view_for
 from accel_sim.engine.des import simulate_program
 from accel_sim.engine.mapper import estimate, mapped_program
 from accel_sim.engine.mapping import OPERAND_DIMS
@@ -43,7 +43,7 @@ def explain_matmul(arch: Arch, op: MatmulOp) -> Explanation:
         return _explain_core(arch, op)
     p = partition(arch, op)
     shared = ", ".join(level.name for level in arch.memory if level.shared) or "none"
-    core = _explain_core(core_view(arch, p.active), p.largest(op))
+    core = _explain_core(view_for(arch, op, p), p.largest(op))
     extra = reduce_cycles(arch, op, p.grid[3], p.active)[0]
     lines = [f"{op.name}: {op.M}x{op.K}x{op.N} {op.precision} (count {op.count}) on {arch.name} "
              f"({scope(arch)})",
