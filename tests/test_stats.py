@@ -17,6 +17,7 @@ from hypothesis.extra.numpy import arrays
 from accel_sim.errors import UserInputError
 from accel_sim.workload import stats as S
 from accel_sim.workload import stats_ops as O
+from accel_sim.workload.early_bird_blocks import full_skip_fraction, full_skip_fraction_of_sets
 
 PROPS = settings(max_examples=60, deadline=None)
 
@@ -128,6 +129,30 @@ def test_early_bird_by_hand() -> None:
     assert O.early_bird_skip_map(x, w, 2, 2, 1, 2).tolist() == [[[0.5, 1]]]
     cancel = np.array([[32767, 32767]], np.float32), np.array([[32767, -32767]], np.float32)
     assert O.early_bird_stats(*cancel, 2, 0) == (1.0, 1.0)  # 49 - 49 = 0: counted as zero
+
+
+def test_full_skip_blocks_by_hand() -> None:
+    """Rows and tiles skip only when every set in them does (same x, w as above: sets
+    skipped at τ = 2 are (n0,c1), (n1,c0), (n1,c1); only (n0,c0) = 48 is kept)."""
+    x = np.array([[32767, 4096, -8192, 100]], np.float32)
+    w = np.array([[32767, -4096, 4096, 0], [0, 0, 0, -32767]], np.float32)
+    # a row of 2 columns: chunk 0 keeps n0 -> not skipped; chunk 1 all skipped -> 1 of 2
+    assert full_skip_fraction(x, w, 2, 2, 1, 2) == 0.5
+    # a row of 1 column = the set itself: 3 of 4 sets
+    assert full_skip_fraction(x, w, 2, 2, 1, 1) == 0.75
+    # τ = 48 skips every set, so every block of any shape
+    assert full_skip_fraction(x, w, 2, 48, 4, 4) == 1.0
+    skip = np.array([[[False, True], [True, True]]])  # [M=1, N=2, C=2]
+    assert full_skip_fraction_of_sets(skip, 1, 2) == 0.5
+    assert full_skip_fraction_of_sets(skip, 3, 1) == 0.75  # padding never blocks a skip
+    three = np.ones((3, 3, 1), bool)
+    three[2, 2, 0] = False  # one kept set in the corner
+    assert full_skip_fraction_of_sets(three, 2, 2) == 3 / 4  # 2x2 tiles: only the corner one
+    assert full_skip_fraction_of_sets(three, 1, 3) == 2 / 3  # rows of 3: the last row is kept
+    with pytest.raises(UserInputError):
+        full_skip_fraction_of_sets(three.astype(int), 1, 1)
+    with pytest.raises(UserInputError):
+        full_skip_fraction_of_sets(three, 0, 1)
 
 
 def test_tensor_stats_json() -> None:
@@ -299,3 +324,5 @@ def test_early_bird_matches_reference(
         O.early_bird_skip_map(x, w, chunk, tau, tm, tn),
         O.early_bird_skip_map_ref(x, w, chunk, tau, tm, tn),
     )
+    skip = np.abs(O.early_bird_partial_sums_ref(x, w, chunk)) <= tau
+    assert full_skip_fraction(x, w, chunk, tau, tm, tn) == full_skip_fraction_of_sets(skip, tm, tn)

@@ -9,8 +9,10 @@ Statistics per GEMM, over a documented grid (``GRID``):
   token are left out of the mean), table hit rate and outlier coverage on held-out tokens;
 * outlier channels (any |x| > 6) for MUXQ and LLM.int8();
 * OPS: zero fraction of sign-magnitude INT16 high slices of X and W; for every (chunk, τ) the
-  fraction of computation sets the early bird skips and, per square output tile of 16/32/64/128,
-  the fraction of (tile, chunk) pairs skipped entirely (what an array can actually drop);
+  fraction of computation sets the early bird skips and the fraction of blocks × chunk skipped
+  entirely (what an array that cannot drop single sets can drop, ``early_bird_blocks``): per
+  square output tile of 16/32/64/128 outputs (``tiles``) and per row segment of 16/32/64/128
+  outputs of one token (``rows``: a lockstep array of that many columns);
 * errors: ‖Y − Y_fp32‖_F / ‖Y_fp32‖_F of each dataflow with real formats (``quant/reference``).
 
 The LM head (N = 49152) is measured on its first ``LM_HEAD_COLUMNS`` output columns.
@@ -34,6 +36,7 @@ from accel_sim.quant.formats import mse_clip_scale
 from accel_sim.report.io import atomic_write_text, read_csv_checked, read_json_file, sha256_file
 from accel_sim.workload import stats as S
 from accel_sim.workload import stats_ops as SO
+from accel_sim.workload.early_bird_blocks import full_skip_fraction_of_sets as blocks
 from accel_sim.workload.npio import load_npy
 
 GRID = {
@@ -43,6 +46,7 @@ GRID = {
     "ops_chunks": [16, 32, 64],
     "ops_taus": [-1, 0, 1, 4, 16],
     "ops_tiles": [16, 32, 64, 128],
+    "ops_rows": [16, 32, 64, 128],
     "ops_error_chunk": 32,
     "ops_presets": ["zero", "hi_only"],
     "muxq_exps": [1, 2],
@@ -51,16 +55,6 @@ GRID = {
 LM_HEAD_COLUMNS = 8192
 SAMPLE_TOKENS = 64
 SAMPLE_ROWS = 256
-
-
-def _full_skip_fraction(skip: np.ndarray, tile: int) -> float:
-    """Fraction of (tile×tile output tile, chunk) pairs whose every set is skipped."""
-    M, N, C = skip.shape
-    mt, nt = math.ceil(M / tile), math.ceil(N / tile)
-    padded = np.ones((mt * tile, nt * tile, C), dtype=bool)  # padding never blocks a skip
-    padded[:M, :N] = skip
-    tiles = padded.reshape(mt, tile, nt, tile, C).all(axis=(1, 3))
-    return float(tiles.mean())
 
 
 def ops_statistics(X: np.ndarray, W: np.ndarray) -> dict[str, Any]:
@@ -74,7 +68,8 @@ def ops_statistics(X: np.ndarray, W: np.ndarray) -> dict[str, Any]:
             skip = partial <= tau
             out[f"{chunk}:{tau:g}"] = {
                 "sets": float(skip.mean()),
-                "tiles": {str(t): _full_skip_fraction(skip, t) for t in GRID["ops_tiles"]},
+                "tiles": {str(t): blocks(skip, t, t) for t in GRID["ops_tiles"]},
+                "rows": {str(c): blocks(skip, 1, c) for c in GRID["ops_rows"]},
             }
     return out
 

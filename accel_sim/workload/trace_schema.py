@@ -6,14 +6,15 @@ error naming the file and the key, before any output:
 * ``manifest.json``: ``model`` (non-empty text) and ``tokens`` (integer ≥ 1), the keys the code
   reads; other keys (packages, versions, commands) are kept as they are.
 * ``stats.json``: ``grid`` (the knob grid: ``osc_groups``, ``ops_chunks``, ``ops_taus``,
-  ``ops_tiles``; other grid keys are kept) and ``gemms``, one :class:`GemmStats` per row of
-  ``gemms.csv``: counts are integers ≥ 0, fractions in [0, 1] (``null`` where the quantity is
+  ``ops_tiles``, ``ops_rows``; other grid keys are kept) and ``gemms``, one :class:`GemmStats` per
+  row of ``gemms.csv``: counts are integers ≥ 0, fractions in [0, 1] (``null`` where the quantity is
   undefined: no afflicted group, no outlier event), magnitudes and errors finite and ≥ 0.
 
 Checks that need the GEMM (its M, K) or the grid are in :func:`check_against`: ``shape`` is
 ``[M, K]``; ``outlier_channels`` ≤ K; the OSC tables have one entry per G of the grid with
 ``osc_table_channels[G]`` ≤ ceil(K/G) (live table entries, one per group at most); ``ops_skip``
-has one entry per (chunk, τ) of the grid, each with one tile fraction per tile of the grid.
+has one entry per (chunk, τ) of the grid, each with one fraction per tile and per row width of
+the grid.
 """
 
 from __future__ import annotations
@@ -38,11 +39,13 @@ class _Strict(BaseModel):
 
 
 class OpsSkip(_Strict):
-    """Early-bird skips of one (chunk, τ): fraction of computation sets, and per square output
-    tile size the fraction of (tile, chunk) pairs skipped entirely."""
+    """Early-bird skips of one (chunk, τ): fraction of computation sets; per square output tile
+    size the fraction of (tile, chunk) pairs skipped entirely; per row width the fraction of
+    (1 × width row segment, chunk) pairs skipped entirely (``workload/early_bird_blocks.py``)."""
 
     sets: Fraction
     tiles: dict[str, Fraction]
+    rows: dict[str, Fraction]
 
 
 class GemmStats(_Strict):
@@ -74,6 +77,7 @@ class Grid(BaseModel):
     ops_chunks: Annotated[list[Positive], Field(min_length=1)]
     ops_taus: Annotated[list[Annotated[float, Field(allow_inf_nan=False)]], Field(min_length=1)]
     ops_tiles: Annotated[list[Positive], Field(min_length=1)]
+    ops_rows: Annotated[list[Positive], Field(min_length=1)]
 
 
 class StatsFile(BaseModel):
@@ -136,6 +140,9 @@ def check_against(entry: dict[str, Any], M: int, K: int, grid: Grid, source: str
     _same_keys(entry["ops_skip"], pairs, "chunk:tau of grid.ops_chunks × grid.ops_taus", source,
                f"{key}.ops_skip")  # fmt: skip
     tiles = [str(t) for t in grid.ops_tiles]
+    rows = [str(c) for c in grid.ops_rows]
     for pair, skip in entry["ops_skip"].items():
         _same_keys(skip["tiles"], tiles, "tile of grid.ops_tiles", source,
                    f"{key}.ops_skip.{pair}.tiles")  # fmt: skip
+        _same_keys(skip["rows"], rows, "row width of grid.ops_rows", source,
+                   f"{key}.ops_skip.{pair}.rows")  # fmt: skip
