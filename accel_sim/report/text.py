@@ -67,7 +67,7 @@ def _schedule_lines(r: SimResult) -> list[str]:
     lines = ["", f"  overlap         {how}",
              f"  units busy      {busy}",
              f"  overlapped      {r.overlap_cycles:>16,}  cycles with two or more units busy",
-             f"  one after other {r.sequential_cycles:>16,}  cycles of the same ops in series",
+             f"  in series       {r.sequential_cycles:>16,}  cycles, the same ops one by one",
              f"  critical path   {' > '.join(r.critical_path)}"]  # fmt: skip
     if len(r.ops) > 1:
         lines += ["", "  operation                     unit            alone        busy"
