@@ -67,13 +67,13 @@ def test_shared_flags_change_nothing_on_one_core():
 # --- hand-derived cases ----------------------------------------------------------------------
 def test_dram_bound_gemv_runs_at_the_chips_hbm_bandwidth():
     """1x16384x16384 INT8 streams 268 MB of weights: on 24 cores it cannot beat 1.6 TB/s
-    (888.9 B/cycle for the chip) and, split over the cores, it comes within 3 % of it (the
+    (888.9 B/cycle for the chip) and, split over enough cores, it comes within 3 % of it (the
     rest is the first tiles' latency)."""
     chip = load_arch(CHIP)
     op = MatmulOp("gemv", 1, 16384, 16384, "int8", 8, 8)
     run = simulate_matmul(chip, op)
     bound = 16384 * 16384 / 888.9
-    assert run.partition.active == 24
+    assert run.partition.active * 128 > 888.9  # enough cores' L2->L1 ports (128 B/cycle each)
     assert bound <= run.cycles <= 1.03 * bound
     assert run.counts.bytes_read["HBM"] >= 16384 * 16384
 
@@ -135,8 +135,8 @@ def test_more_cores_never_raise_cycles(M, K, N, precision, cores, more):
     """More cores (the shared levels unchanged) never cost more than ``SLACK``: a grid that
     fits fewer cores is still a candidate, but the DES orders grids a little differently from
     the partition's bound, and with more cores busy each core's first tiles arrive later
-    (benchmarks/bench_chip.py --monotone: 11 of 500 random cases moved the wrong way, the worst
-    by 8.6 %, all under 7,000 cycles)."""
+    (benchmarks/bench_chip.py --skip-speed --monotone: 5 of 500 random cases moved the wrong
+    way, the worst by 7.1 %, all under 7,500 cycles)."""
     op = MatmulOp("t", M, K, N, precision[0], precision[1], precision[1])
     few = simulate_matmul(_with_cores(cores), op).cycles
     many = simulate_matmul(_with_cores(min(24, cores + more)), op).cycles

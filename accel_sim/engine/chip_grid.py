@@ -11,8 +11,8 @@ apply the epilogue, costed as one streaming pass over DRAM by :class:`MemorySyst
 
 **Choice of grid.** Grids are ranked by a bound in cycles: the slowest core's compute time (the
 unit's step timing over its sub-GEMM, edges padded; divided by the matmul efficiency) vs the
-busiest port if every operand crossed every level on its path once (a shared level carrying every
-core's bytes, a merged operand's DRAM reads and fills once per grid row or column), plus a fill
+busiest port if every operand crossed every level on its path once (a shared level at the slowest
+core's share, a merged operand's DRAM reads and fills once per grid row or column), plus a fill
 (DRAM latency and the first tiles at a core's share of DRAM) and the reduction. The DES runs only
 the winner. Units: cycles of the architecture's clock, bytes.
 """
@@ -235,19 +235,14 @@ def _roles(arch: Arch) -> list[tuple[int, bool, tuple[tuple[int, bool, bool], ..
 
 
 def _port_bound(arch: Arch, memory: MemorySystem, roles, op: MatmulOp, p: Partition) -> float:
-    """Cycles of the busiest port under :func:`_roles`' traffic: a shared level carries every
-    core's bytes at the chip's rate (the DRAM's reads and a shared level's fills of a merged
-    operand once per grid row or column: :func:`merge_factor`), a per-core level the slowest
-    core's at its own rate."""
+    """Cycles of the busiest port under :func:`_roles`' traffic, as the per-core views see it:
+    a per-core level carries the slowest core's bytes at its own rate; a shared level its share
+    ``1/active`` of the chip's rate (so ``active`` times those bytes at the chip's rate), the
+    DRAM's reads and a shared level's fills of a merged operand once per grid row or column."""
     _, sm, sn, sk = p.splits
     mine = _operand_bytes(op, sm.part, sn.part, sk.part)
-    every = [0, 0, 0]
-    for m, nm in sm.sizes().items():
-        for n, nn in sn.sizes().items():
-            for k, nk in sk.sizes().items():
-                for x, v in enumerate(_operand_bytes(op, m, n, k)):
-                    every[x] += nm * nn * nk * v
     merge_a, merge_b = merged(arch)
+    every = [v * p.active for v in mine]
     unique = [every[0] / (sn.parts if merge_a else 1), every[1] / (sm.parts if merge_b else 1),
               every[2]]  # fmt: skip
     worst = 0.0
@@ -278,8 +273,8 @@ TIE = 0.005
 
 def partition(arch: Arch, op: MatmulOp) -> Partition:
     """The grid of ``op`` on ``arch`` with the lowest bound (module docstring); among grids
-    within :data:`TIE` of it, the fewest K parts, then the most active cores (more per-core
-    ports: slack the bound does not see)."""
+    within :data:`TIE` of it, the fewest K parts, then the fewest active cores (larger parts:
+    less of each core's time is fill, which the bound only estimates)."""
     key = (arch.fingerprint, replace(op, name=""))
     hit = _PARTITIONS.get(key)
     if hit is not None:
