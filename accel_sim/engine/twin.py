@@ -178,4 +178,4 @@ def twin_cycles(program: Program) -> int:
     # step 0 is on the critical path as fill + its compute; later steps add their share of the
     # busiest resource of their group
     estimate = fill + body_cycles(program, fill, ports) + drain
-    return _bounds(program, fill, max(estimate, _store_bound(program, fill)))
+    return _bounds(program, fill, max(estimate, _store_bound(program, fill, ports)))

@@ -7,6 +7,7 @@ every store after the first output tile, and the accumulator slots taken and fre
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 
 from accel_sim.engine.program import Program
 from accel_sim.engine.twin_steps import (
@@ -19,6 +20,7 @@ from accel_sim.engine.twin_steps import (
     _tile_steps,
     _way_out,
     output_tiles,
+    step_busy,
 )
 
 
@@ -131,22 +133,56 @@ def _bounds(program: Program, fill: int, floor: int) -> int:
     return best
 
 
-def _store_bound(program: Program, fill: int) -> int:
-    """A port that carries outputs cannot start storing before the first output tile is done:
-    ``fill + compute of the first group + its epilogue``, after which it still has every store
-    (and whatever loads it has not finished) to serve. Binds when outputs dominate the traffic
-    (small K: the GEMM is a stream of output tiles)."""
-    arch = program.arch
+def _store_bound(program: Program, fill: int, ports: dict | None = None) -> int:
+    """A port that carries outputs cannot start storing before the first output tile reaches it:
+    the first tile's last compute (after the fill, and after its last input tile arrived: the
+    group's loads on each port from time 0, then the way in the fill's tiles took and that step's
+    compute), its epilogue, then the C hops before the port; after which the port still has every
+    store (and whatever loads it has not finished) to serve. Binds when outputs dominate the
+    traffic (small K: the GEMM is a stream of output tiles)."""
+    arch, n = program.arch, program.n_steps
     loads, stores = _port_totals(program)
-    first_group = program.count[-1]  # the K steps of the first output tile (k is innermost)
-    first = program.step_at(0)
-    first_done = fill + first.compute_cycles * first_group
+    if not any(stores.values()):
+        return 0
+    group = min(program.count[-1], n)  # the K steps of the first output tile (k is innermost)
+    ports = ports or {}
+    compute, first_loads = 0, defaultdict(int)
+    for i in range(group):
+        code = program.code(i)
+        down = _downstream(program, code)
+        for resource, cycles in step_busy(program, code).items():
+            if resource == "compute":
+                compute += cycles
+            elif resource in ports:
+                first_loads[resource] += cycles - down.get(resource, 0)
+    last_compute = program.step_at(group - 1).compute_cycles
+    done = max(
+        fill + compute, *(c + fill - ports[r] + last_compute for r, c in first_loads.items())
+    )
+    closing = program.step_at(group - 1)
     if program.op.epilogue_ops_per_output:
-        closing = program.step_at(first_group - 1)
         lanes = arch.vector.bytes_per_cycle // 2
-        first_done += math.ceil(closing.outputs * program.op.epilogue_ops_per_output / lanes)
+        done += math.ceil(closing.outputs * program.op.epilogue_ops_per_output / lanes)
+    arrival = _arrivals(program, closing, done)
     bound = 0
     for port, store in stores.items():
         if store:
-            bound = max(bound, first_done + store, loads.get(port, 0) + store)
+            bound = max(bound, arrival.get(port, done) + store, loads.get(port, 0) + store)
     return bound
+
+
+def _arrivals(program: Program, step, start: int) -> dict:
+    """When an output tile closed by ``step`` at ``start`` reaches each port of its way out (no
+    queueing: the first tile's way out is free)."""
+    mem, t, arrival = program.memory, start, {}
+    c_chain = _chain(program, "C")
+    for k, j in enumerate(c_chain):
+        link, nbytes = program.links[j], step.link_bytes[j]
+        if not nbytes:
+            continue
+        for port, _ in mem.port_cycles(link.src, link.dst, nbytes):
+            arrival.setdefault(port, t)
+        t += mem.transfer_cycles(link.src, link.dst, nbytes)
+        if k < len(c_chain) - 1:
+            t += mem.latency(link.src)
+    return arrival
