@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 
 from accel_sim.arch.schema import Arch
 from accel_sim.dataflow.plan import ComparatorOp, MatmulOp, Plan, TransferOp, VectorOp, unit_of
-from accel_sim.engine.chip import simulate_matmul
+from accel_sim.engine.chip import simulate_matmul, stream_view
 from accel_sim.engine.counts import ActionCounts
 from accel_sim.engine.memory import MemorySystem
 from accel_sim.engine.schedule import Schedule, schedule_plan
@@ -112,6 +112,9 @@ def _times(result: OpResult, name: str, count: int) -> OpResult:
 
 
 def _vector(arch: Arch, op: VectorOp) -> OpResult:
+    """A streaming pass; on a chip split evenly over every core's vector unit and per-core
+    levels (``engine/chip.py``: ``stream_view``), shared levels as they are."""
+    arch = stream_view(arch)
     lanes = arch.vector.bytes_per_cycle // 2
     level = 1 if op.read_bytes + op.write_bytes <= arch.memory[1].capacity_bytes else 0
     work = math.ceil(op.elements * op.ops_per_element / lanes)
@@ -137,6 +140,8 @@ def _comparator(arch: Arch, op: ComparatorOp) -> OpResult:
 
 
 def _transfer(arch: Arch, op: TransferOp) -> OpResult:
+    """Extra bytes read; on a chip spread over every core's DMA as a vector pass is."""
+    arch = stream_view(arch)
     index = 1 if op.resident else 0
     cycles = MemorySystem(arch).stream_cycles(index, op.read_bytes, 0)
     level = arch.memory[index]
