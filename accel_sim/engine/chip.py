@@ -42,7 +42,8 @@ from accel_sim.engine.program import Program
 from accel_sim.engine.twin import twin_cycles
 
 __all__ = ["MatmulRun", "Partition", "Split", "core_view", "merge_factor", "merged", "partition",
-           "reduce_cycles", "scope", "simulate_matmul", "stream_view", "view_for"]  # fmt: skip
+           "reduce_cycles", "scope", "simulate_matmul", "slowest_core", "stream_view",
+           "view_for"]  # fmt: skip
 
 
 _VIEWS: dict[tuple, Arch] = {}
@@ -84,6 +85,16 @@ def core_view(arch: Arch, active: int, merge: float = 1.0) -> Arch:
 def view_for(arch: Arch, op: MatmulOp, p: Partition) -> Arch:
     """The per-core view the slowest core of ``p`` runs on."""
     return core_view(arch, p.active, merge_factor(arch, op, p))
+
+
+def slowest_core(arch: Arch, op: MatmulOp) -> tuple[Arch, MatmulOp]:
+    """What the DES runs for ``op`` on ``arch``: ``(arch, op)`` on one core, else the slowest
+    core's part on its per-core view (a timeline or explain view re-simulates this; the chip's
+    cycles add the K split's reduction, :func:`reduce_cycles`)."""
+    if arch.cores == 1:
+        return arch, op
+    p = partition(arch, op)
+    return view_for(arch, op, p), p.largest(op)
 
 
 def stream_view(arch: Arch) -> Arch:
