@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from accel_sim.arch.schema import Arch
 from accel_sim.dataflow.plan import MatmulOp
-from accel_sim.engine.chip import partition, reduce_cycles, scope, view_for
+from accel_sim.engine.chip import merge_factor, partition, reduce_cycles, scope, view_for
 from accel_sim.engine.des import simulate_program
 from accel_sim.engine.mapper import estimate, mapped_program
 from accel_sim.engine.mapping import OPERAND_DIMS
@@ -51,7 +51,9 @@ def explain_matmul(arch: Arch, op: MatmulOp) -> Explanation:
              f"(grid M x N x K = {p.grid[1]} x {p.grid[2]} x {p.grid[3]}; bound "
              f"{p.bound_cycles:,.0f} cycles)",
              f"  each busy core has 1/{p.active} of the shared levels ({shared}): capacity, "
-             "bandwidth, DRAM in flight; the slowest core (largest part) below"]  # fmt: skip
+             "bandwidth, DRAM in flight; the DRAM, fills and capacity x"
+             f"{merge_factor(arch, op, p):.2f} (a grid row's cores fetch their common A tiles "
+             "once, a column's B); the slowest core (largest part) below"]  # fmt: skip
     if extra:
         lines.append(f"  K split: partial sums at {op.accumulator_bits} bits to DRAM, added by "
                      f"{p.active} vector units: reduction {extra:,} cycles")  # fmt: skip
