@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 
@@ -36,15 +35,6 @@ def _count(low: int):
 
     parse.__name__ = "integer"  # argparse names the type in its message
     return parse
-
-
-def default_jobs() -> int:
-    """The CPUs this process may use, at most 4 (``--jobs``' default)."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not on Linux
-        cpus = os.cpu_count() or 1
-    return max(1, min(4, cpus))
 
 
 def _jobs(text: str) -> int:
@@ -175,10 +165,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--engine", choices=("des", "twin"), default="des",
                    help="des: the discrete-event simulation; twin: its closed-form model, "
                         "faster (default: des)")  # fmt: skip
-    p.add_argument("--jobs", type=_jobs, default=default_jobs(), metavar="N",
-                   help="processes simulating the GEMM rows in parallel, 1.."
-                        f"{MAX_JOBS}; the result is the same for any N (default: the CPUs this "
-                        f"process may use, at most 4: {default_jobs()})")  # fmt: skip
+    p.add_argument("--jobs", type=_jobs, default=1, metavar="N",
+                   help=f"forked processes simulating the distinct GEMM rows, 1..{MAX_JOBS}; the "
+                        "result is the same for any N; worth it only on idle CPUs "
+                        "(default: 1)")  # fmt: skip
     p.add_argument("--json", action="store_true",
                    help="print one JSON object (totals, by_kind, rows) instead of the "
                         "report")  # fmt: skip
