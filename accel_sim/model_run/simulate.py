@@ -316,11 +316,10 @@ def _notes(arch, spec, work, source, attn_flow, kind_stats, logits) -> list[str]
                          " use the median over all its GEMMs")  # fmt: skip
     if arch.cores > 1:
         notes.append(f"{scope(arch)}: each matmul split across the cores (engine/chip.py: "
-                     "each core on its share of the shared levels, in lockstep; cycles of the "
-                     "slowest core); non-GEMM rows split over every core's vector unit; the "
-                     "plans' own vector passes (absmax, quantize, gather) run on one core's "
-                     "vector unit (engine/run.py), beside the matmul where the plan overlaps "
-                     "them")  # fmt: skip
+                     "each core on its share of the shared levels, in lockstep, common tiles "
+                     "fetched once per grid row or column; cycles of the slowest core); "
+                     "non-GEMM rows and the plans' vector passes (absmax, quantize, gather) "
+                     "split over every core's vector unit")  # fmt: skip
     if arch.efficiency:
         notes.append(f"efficiency factors of {arch.origin}: {dict(arch.efficiency)}")
     if launch_cycles(arch):
