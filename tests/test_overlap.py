@@ -273,3 +273,18 @@ def test_timeline_has_one_track_per_unit_and_they_overlap():
     assert any(meet(v, m) for v in vector for m in matrix)
     assert [a["cycles"] for a in spans["plan"]] and sum(
         a["cycles"] for a in spans["plan"]) == results[0].cycles  # fmt: skip
+
+
+@pytest.mark.parametrize("overlap", [True, False])
+def test_timeline_of_a_whole_chip(overlap):
+    """On a chip the matmul is recorded on its largest part's core view; the matrix unit's
+    spans still tile the run and its busy cycles are the compute cycles."""
+    results, doc = simulate_timeline("ascend910b_chip", "256x1024x1024", "w8a8", overlap=overlap)
+    tid = {
+        ev["tid"]
+        for ev in doc["traceEvents"]
+        if ev["ph"] == "M" and ev["name"] == "thread_name" and ev["args"]["name"] == "matrix unit"
+    }
+    unit = [ev["args"] for ev in doc["traceEvents"] if ev["ph"] == "X" and ev["tid"] in tid]
+    assert sum(a["cycles"] for a in unit) == results[0].cycles
+    assert sum(a.get("busy_cycles", 0) for a in unit) == results[0].compute_cycles
