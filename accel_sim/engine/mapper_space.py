@@ -316,9 +316,11 @@ def estimate(arch: Arch, op: MatmulOp, mapping: Mapping) -> Estimate:
 
 def _tiles(space: _Space) -> list[StepTile]:
     """The fitting step tiles worth scoring: the maximal ones (no other fitting tile covers at
-    least as much in every dimension, extents clipped to the GEMM), and each of those with K
-    halved or quartered (shorter steps pipeline loads more finely); of tiles with the same
-    extents, the smallest."""
+    least as much in every dimension, extents clipped to the GEMM), and each of those with K or
+    the unit's streamed dimension (``ComputeUnit.streamed_dim``) halved or quartered: a shorter
+    K step pipelines loads more finely, a shorter stream (M on a WS array, N on an IS one) lets a
+    block of the streamed operand stay resident across the other dimension's tiles; of tiles with
+    the same extents, the smallest."""
     op = space.op
     by_ext: dict[tuple[int, int, int], StepTile] = {}
     for t in sorted(space.unit.step_tiles(op.M, op.K, op.N, space.rate),
@@ -330,15 +332,20 @@ def _tiles(space: _Space) -> list[StepTile]:
     for e in sorted(exts, reverse=True):
         if not any(o[0] >= e[0] and o[1] >= e[1] and o[2] >= e[2] for o in maximal):
             maximal.append(e)
-    ks: dict[tuple[int, int], list[int]] = {}
-    for m, k, n in exts:
-        ks.setdefault((m, n), []).append(k)
+    # per dimension d: the extents available along d with the other two fixed
+    along: list[dict[tuple[int, int], list[int]]] = [{}, {}, {}]
+    for e in exts:
+        for d in range(3):
+            along[d].setdefault(e[:d] + e[d + 1 :], []).append(e[d])
     keep = set(maximal)
-    for m, k, n in maximal:
-        for div in (2, 4):
-            smaller = [kk for kk in ks[(m, n)] if kk <= k // div]
-            if smaller:
-                keep.add((m, max(smaller), n))
+    dims = {1} | {"mkn".index(d) for d in (space.unit.streamed_dim(),) if d}
+    for e in maximal:
+        for d in dims:
+            rest = e[:d] + e[d + 1 :]
+            for div in (2, 4):
+                smaller = [v for v in along[d][rest] if v <= e[d] // div]
+                if smaller:
+                    keep.add(e[:d] + (max(smaller),) + e[d + 1 :])
     return [by_ext[e] for e in sorted(keep)]
 
 

@@ -88,6 +88,13 @@ class ComputeUnit(Strict):
         """Cycles added once per matmul (pipeline fill/drain, or a reference's convention)."""
         return 0
 
+    def streamed_dim(self) -> str | None:
+        """The GEMM dimension (``"m"``, ``"k"`` or ``"n"``) a step streams through the array
+        (a longer stream amortises a fold's fill), or ``None`` when steps are fixed blocks. The
+        mapper also scores steps with a halved or quartered stream: more folds, but a block of
+        the streamed operand may then stay resident across the other dimension's tiles."""
+        return None
+
     def output_tile_side(self) -> int:
         """Side of the output square the unit finishes together (OPS's skip granularity)."""
         raise NotImplementedError  # pragma: no cover

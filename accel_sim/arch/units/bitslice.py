@@ -153,6 +153,9 @@ class BitSliceArray(ComputeUnit):
         # W stationary R×C (one weight element per PE at every precision); rows of X stream
         return [StepTile(t, self.rows, self.cols) for t in pow2_multiples(1, M)]
 
+    def streamed_dim(self) -> str:
+        return "m"  # rows of X stream through the stationary W slices
+
     def step_cycles(self, tile: StepTile, rate: int, m: int, k: int, n: int) -> int:
         R, C = self.rows, self.cols
         stream = -(-self.products_per_mac(rate) * m // self.products_per_cycle)

@@ -47,6 +47,9 @@ class SystolicArray(ComputeUnit):
             return [StepTile(C, rate * R, t) for t in pow2_multiples(1, N)]
         return [StepTile(R, t, C) for t in pow2_multiples(rate, K)]  # OS: K streams
 
+    def streamed_dim(self) -> str:
+        return {"ws": "m", "is": "n", "os": "k"}[self.dataflow]
+
     def _stream(self, rate: int, m: int, k: int, n: int) -> int:
         return {"ws": m, "is": n, "os": math.ceil(k / rate)}[self.dataflow]
 
