@@ -70,6 +70,7 @@ def body_cycles(program: Program, fill: int = 0, ports: dict | None = None) -> i
         for outer, (_, busy) in groups.items():
             for port, idle in _turnover(program, g, radix, outer).items():
                 busy[port] += idle
+    spill = _carry_spills(program, g, groups)
 
     def span(busy):
         return max(c for r, c in busy.items() if r != _BUBBLE) + busy.get(_BUBBLE, 0)
@@ -79,12 +80,17 @@ def body_cycles(program: Program, fill: int = 0, ports: dict | None = None) -> i
     def outer_of(code: int) -> int:
         return code - ((code // radix) % 4 if g >= 0 else 0) * radix
 
-    # the last two output tiles' way out is the drain's (:func:`_drain`)
+    # the last two output tiles' way out is the drain's (:func:`_drain`): the last group's
+    # spill left with it (no successor); the tile before's way out is in the last group now
+    last_group = outer_of(program.code(n - 1))
     adjusted: dict[int, dict] = {}
-    for step in (n - 1, n - 1 - spt) if n > spt else (n - 1,):
-        code = program.code(step)
-        busy = adjusted.setdefault(outer_of(code), dict(groups[outer_of(code)][1]))
-        for resource, cycles in _downstream(program, code).items():
+    if n > spt:
+        busy = adjusted.setdefault(last_group, dict(groups[last_group][1]))
+        for resource, cycles in _downstream(program, program.code(n - 1 - spt)).items():
+            busy[resource] -= cycles
+    if not spill:  # no group loop: the last step's way out is still in its group
+        busy = adjusted.setdefault(last_group, dict(groups[last_group][1]))
+        for resource, cycles in _downstream(program, program.code(n - 1)).items():
             busy[resource] -= cycles
     # the first group: its loads start at time 0 (the fill is their first part), its compute
     # after the fill, its way out after its first output tile
@@ -97,6 +103,8 @@ def body_cycles(program: Program, fill: int = 0, ports: dict | None = None) -> i
             down[resource] += cycles * times
     for resource, cycles in groups[first][1].items():  # already the drain's
         down[resource] -= cycles - busy[resource]
+    for resource, cycles in spill.get(first, {}).items():  # already the next group's
+        down[resource] -= cycles
     loads = {r: c - down.get(r, 0) for r, c in busy.items() if r not in (_BUBBLE, "compute")}
     compute = busy["compute"] + busy.get(_BUBBLE, 0)
     first_compute = program.step_at(0).compute_cycles
@@ -114,6 +122,47 @@ def body_cycles(program: Program, fill: int = 0, ports: dict | None = None) -> i
     total = head + sum(span(b) - span(groups[o][1]) for o, b in adjusted.items() if o != first)
     total += sum(k * span(b) for o, (k, b) in groups.items()) - span(groups[first][1])
     return total - fill
+
+
+def _carry_spills(program: Program, g: int, groups: dict) -> dict[int, dict]:
+    """Move each group's *spill* — the way out of the output tile its last step closes
+    (epilogue, stores: :func:`_downstream`), which runs after that step's compute — into the
+    group that follows it, where it overlaps that group's work (a group that ends with a large
+    store and is followed by a compute-bound one takes max(loads, compute) + nothing, not
+    + the store). A group's successor is found from the loop digits: the innermost loop outside
+    ``g`` that has not reached its last index advances, the loops inside it restart; middle
+    instances go to middle or last successors in proportion. Returns the spills moved, per
+    group class (the final group's spill leaves with it: the drain's)."""
+    if g <= 0 or program.count[g] < 1:
+        return {}
+    radix, count = program._radix, program.count
+    last_digit = 2 if count[g] > 1 else 3
+    spill: dict[int, dict] = {}
+    for outer, (k, busy) in list(groups.items()):
+        out = _downstream(program, outer + last_digit * radix[g])
+        if not out:
+            continue
+        digits = [(outer // radix[i]) % 4 for i in range(g)]
+        j = next((i for i in range(g - 1, -1, -1) if count[i] > 1 and digits[i] in (0, 1)), -1)
+        for resource, cycles in out.items():
+            busy[resource] -= cycles
+        spill[outer] = out
+        if j < 0:
+            continue  # the final group
+        base = outer - sum(digits[i] * radix[i] for i in range(j, g))
+        base += sum((0 if count[i] > 1 else 3) * radix[i] for i in range(j + 1, g))
+        if digits[j] == 0:
+            nexts = [(1 if count[j] > 2 else 2, 1.0)]
+        else:
+            middle = count[j] - 2
+            nexts = [(1, (middle - 1) / middle), (2, 1 / middle)]
+        for digit, frac in nexts:
+            succ = base + digit * radix[j]
+            if frac and succ in groups:
+                k_succ, target = groups[succ]
+                for resource, cycles in out.items():
+                    target[resource] = target.get(resource, 0) + cycles * frac * k / k_succ
+    return spill
 
 
 def _fill(program: Program) -> tuple[int, dict]:
