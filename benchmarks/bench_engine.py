@@ -84,8 +84,8 @@ def compare_twin(gemms) -> None:
 def twin_grid(n: int, seed: int = 7) -> None:
     import numpy as np
 
-    print(f"\n3. Closed-form model vs DES, random grid ({n} GEMMs, seed {seed}): "
-          "|model - DES| / DES")  # fmt: skip
+    print(f"\n3. Closed-form model vs DES, random grid ({n} GEMMs, seed {seed}, single-core "
+          "archs; chips: bench_chip.py --agreement): |model - DES| / DES")  # fmt: skip
     start = time.perf_counter()
     rows = [agreement(*case) for case in grid_ops(seed=seed, n=n)]
     took = time.perf_counter() - start

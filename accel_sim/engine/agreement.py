@@ -45,9 +45,12 @@ def random_shape(rng: random.Random, top: int = 8192) -> tuple[int, int, int]:
 
 
 def grid_ops(seed: int, n: int, archs=None, dataflows=GRID_DATAFLOWS, top: int = 8192):
-    """``n`` random (arch, dataflow, matmul op) cases; dataflows an arch cannot run are skipped."""
+    """``n`` random (arch, dataflow, matmul op) cases; dataflows an arch cannot run are skipped.
+    By default every shipped single-core architecture: a chip (``cores`` > 1) never runs a
+    matmul as one core, its parts run on per-core views (``engine/chip.py``; their agreement is
+    ``benchmarks/bench_chip.py --agreement``)."""
     rng = random.Random(seed)
-    archs = list(archs or list_archs())
+    archs = list(archs or [name for name in list_archs() if load_arch(name).cores == 1])
     made = 0
     while made < n:
         arch_name, flow_name = rng.choice(archs), rng.choice(list(dataflows))
