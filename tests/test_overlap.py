@@ -180,11 +180,14 @@ def test_overlap_never_slower(arch, flow, M, K, N, count):
         on = run_plan(arch, plan, engine="twin")
     except UserInputError:
         return  # the dataflow cannot run there (a missing rate or unit)
-    old = run_plan(arch, dataflow.build(gemm, arch, None, _knobs_for(dataflow, knobs, False)),
-                   engine="twin", overlap=False)  # fmt: skip
-    assert on.cycles <= on.sequential_cycles
-    if "fusion" not in knobs or knobs["fusion"] == "none":
-        assert on.cycles <= old.cycles
+    assert on.cycles <= on.sequential_cycles  # the same plan, one op after another
+    # the old plans (unfused): overlapped never slower than in series. A fused pass (the
+    # default) can cost a little more than the separate ones it replaces (OSC's branch then goes
+    # to DRAM with the MX blocks: docs/dataflows.md), so that comparison is made unfused
+    unfused = {**knobs, "fusion": "none"} if "fusion" in dataflow.knobs else knobs
+    old_plan = dataflow.build(gemm, arch, None, _knobs_for(dataflow, unfused, False))
+    old = run_plan(arch, old_plan, engine="twin", overlap=False)
+    assert run_plan(arch, old_plan, engine="twin").cycles <= old.cycles
     if on.schedule is not None:
         alone = [dataclasses.replace(op, cycles=op.alone_cycles) for op in on.ops]
         jobs, rates = S.plan_jobs(arch, plan, alone)
