@@ -252,14 +252,11 @@ def matmul_program(arch: Arch, op: MatmulOp):
     """The step program the engine simulates for ``op``: on one core the op itself, on a chip
     the largest part of its partition on that core's view (``engine/chip.py``), whose cycles
     are the chip's (a K split's reduction follows as its ``reduce:K-split`` stall)."""
+    from accel_sim.engine.chip import slowest_core
     from accel_sim.engine.mapper import map_matmul
     from accel_sim.engine.program import Program
 
-    if arch.cores > 1:
-        from accel_sim.engine import chip
-
-        p = chip.partition(arch, op)
-        arch, op = chip.view_for(arch, op, p), p.largest(op)
+    arch, op = slowest_core(arch, op)
     return Program(arch, replace(op, name=""), map_matmul(arch, op))
 
 
