@@ -213,6 +213,42 @@ def test_ops_fig3_normalization_skip_and_error(fig3):
     assert any("1.30–4.31×" in n for n in fig3.notes)
 
 
+def test_ops_fig3_olive_ant_and_parity(fig3):
+    """OliVe and ANT beside OPS on the bit-slice array (issue 10, items 4-5): rates by slice
+    products, errors on the same sample tensors, OPS at parity never less accurate than the
+    baseline it is matched to."""
+    from accel_sim.tables import ops_fig3_baselines as FB
+
+    t = fig3.table
+    assert not (t[t["arch"] == "systolic_32x32_ws"]["dataflow"].isin(["olive", "ant"])).any()
+    bs = t[t["arch"] == "ops_bitslice"]
+    for _model, part in bs.groupby("model"):
+        row = part.set_index("scheme")
+        # OliVe-4 is 1 slice product per MAC, W8A8 and OliVe-8 are 4: fewer linear cycles
+        assert row.loc["OliVe-4", "norm_linear"] < row.loc["W8A8", "norm_linear"]
+        assert row.loc["OliVe-4", "norm_linear"] < row.loc["OliVe-8", "norm_linear"]
+        # errors: measured on the samples, 8 bits more accurate than 4
+        for name in ("OliVe-4", "OliVe-8", "ANT4-8"):
+            assert row.loc[name, "rel_error"] == row.loc[name, "sample_error"] > 0
+        assert row.loc["OliVe-8", "sample_error"] < row.loc["OliVe-4", "sample_error"]
+        par = part[part["scheme"].str.startswith("OPS at parity")].iloc[0]
+        better = par["scheme"][len("OPS at parity (") : -1]
+        names = ("OliVe-4", "OliVe-8", "ANT4-8")
+        assert better == min(names, key=lambda n: row.loc[n, "sample_error"])
+        errs = FB.sample_errors(par["stats_from"])
+        flow, knobs = next((f, k) for n, f, k in FB.BASELINES if n == better)
+        for item in par["tau_by_kind"].split(", "):
+            kind, choice = item.split()
+            tau, _, preset = choice.partition("/")
+            if float(tau) < 0:
+                continue  # early bird off: exact INT16 slicing
+            key = FB.ops_key(float(tau), preset or "zero")
+            assert errs[kind][key] <= errs[kind][FB.sample_key(flow, {flow: knobs}, kind)]
+    note = next(n for n in fig3.notes if n.startswith("OPS at accuracy parity on ops_bitslice"))
+    assert "1.30–4.31×" in note and all(f"{n} " in note for n in ("OliVe-4", "OliVe-8", "ANT4-8"))
+    assert "3.70×" not in note  # GPT2-XL is not among the test's two models
+
+
 def test_rows_are_json_and_plots_render(fig6, fig3, tmp_path):
     for result in (fig6, fig3):
         json.dumps(rows_of(result.table))

@@ -1,10 +1,11 @@
-"""ANT (Guo et al., MICRO 2022): adaptive numeric types per tensor on the bit-slice array.
+"""ANT (Guo et al., MICRO 2022): adaptive numeric types per tensor, 4-bit with 8-bit fallback.
 
 ANT quantizes each tensor to the 4-bit type — int, PoT or flint — of smallest quantization MSE,
 chosen offline per tensor (``quant/ant.py``), and keeps layers that need it at 8-bit int
 ("ANT4-8"). A decoder at the edge of the array turns flint/PoT codes into exponent-integer pairs
-for 4-bit integer PEs with a shifter, fused in fours for 8 bits (§V). On the bit-slice array a
-4-bit ANT MAC is one slice product, an 8-bit one four, like INT4/INT8.
+for 4-bit integer PEs with a shifter, fused in fours for 8 bits (§V). The plan runs on any unit
+with int4/int8 rates (ANT evaluates systolic arrays); on the bit-slice array a 4-bit ANT MAC is
+one slice product, an 8-bit one four, like INT4/INT8.
 
 The plan (one GEMM):
 
@@ -32,7 +33,7 @@ from dataclasses import fields
 from typing import Any
 
 from accel_sim.dataflow.base import Dataflow, register
-from accel_sim.dataflow.olive import bitslice_unit, decoder_note, encode_pass, matmul
+from accel_sim.dataflow.olive import decoder_note, encode_pass, matmul
 from accel_sim.dataflow.ops_tau import DEFAULT_BUDGET
 from accel_sim.dataflow.plan import Plan
 from accel_sim.errors import UserInputError
@@ -71,12 +72,11 @@ def build(gemm, arch, stats, knobs) -> Plan:
     if not knobs["budget"] >= 0:
         raise UserInputError("knobs", f"the fallback budget is a relative output error ≥ 0, got "
                              f"{knobs['budget']!r}", "ant.budget")  # fmt: skip
-    bitslice_unit(arch, "ANT")
     bits, why = precision(stats, knobs)
     note, extra = decoder_note(arch, gemm, bits, "ANT")
     ops = (encode_pass(gemm, bits, ENCODE_OPS, "ant_encode"), matmul(gemm, bits, "ant_matmul"))
     notes = (f"ANT: {why}; X encoded on the vector unit ({ENCODE_OPS:g} ops/element, static "
-             f"per-tensor type and scale), W offline; int{bits} rate on the bit-slice array",
+             f"per-tensor type and scale), W offline; int{bits} rate",
              note)  # fmt: skip
     return Plan("ant", gemm, ops, notes, {**knobs, "ant_bits": bits, **extra})
 

@@ -1,11 +1,14 @@
-"""OliVe (Guo et al., ISCA 2023, arXiv 2304.07493): outlier-victim pairs on the bit-slice array.
+"""OliVe (Guo et al., ISCA 2023, arXiv 2304.07493): outlier-victim pairs at 4 or 8 bits.
 
 OliVe stores W and X as 4-bit (or 8-bit) OVP codes (``quant/olive.py``): normal values as int
 (or flint), an outlier as abfloat with its pair partner pruned to a "victim" whose code marks the
 pair (§3). An OVP decoder at the edge of the array turns each code into an exponent-integer pair
-and the PEs multiply the integers and shift by the exponent sum (§5). On the bit-slice array
+and the PEs multiply the integers and shift by the exponent sum (§5). The plan runs on any unit
+with an int4 (int8) rate, as OliVe integrates with systolic arrays (§5); a unit without the rate
+refuses it with one line (``--dataflow all`` skips it there). On the bit-slice array
 (``compute.kind: bitslice``, the array OPS and its baselines share in ``ops-fig3``) a b-bit OliVe
-MAC is ``ceil(b/4)²`` slice products, like an INT-b MAC (OliVe-4 = 1, OliVe-8 = 4).
+MAC is ``ceil(b/4)²`` slice products, like an INT-b MAC (OliVe-4 = 1, OliVe-8 = 4); on the
+systolic and cube units it packs as INT-b.
 
 The plan (one GEMM, ``bits`` = 4 or 8):
 
@@ -18,14 +21,14 @@ The plan (one GEMM, ``bits`` = 4 or 8):
    a metadata stream and a 1-multiply dequantize epilogue (s_x · s_w[n]).
 
 **Decoders** (array edge): one per PE row for the streamed X and one per column on the weight
-load path, each decoding one code per cycle, so they keep up with the array by construction and
-cost no throughput; their pipeline latency (:data:`DECODER_LATENCY_CYCLES` per fold) and energy
+load path (on units without rows/columns, the output-tile side stands for both), each decoding
+one code per cycle, so they keep up with the array by construction and cost no throughput;
+their pipeline latency (:data:`DECODER_LATENCY_CYCLES` per fold) and energy
 (:data:`DECODE_PJ`) are stated in the plan's notes and knobs (``decodes``, ``decoder_pj``) but are
 **not** in the run's cycles and ``energy_pj``: the engine prices only its fixed components
 (MACs, memory levels, vector unit, early-bird comparator, leakage), and adding a codec component
 needs changes to the schema, plan and engine outside this module (docs/dataflows.md, *OliVe and
-ANT*). Also not priced: the PEs' exponent shifter (a shift of each product before the column
-add). Other architectures are refused with one line (``accel-sim run --dataflow all`` skips them).
+ANT*). Also not priced: the PEs' exponent shifter (a shift of each product before the accumulation).
 """
 
 from __future__ import annotations
@@ -49,22 +52,14 @@ DECODE_PJ = {4: 0.03, 8: 0.06}
 DECODER_LATENCY_CYCLES = 1
 
 
-def bitslice_unit(arch, scheme: str):
-    """The architecture's bit-slice unit with 4-bit slices, or a one-line refusal."""
-    unit = arch.compute
-    if not callable(getattr(unit, "products_per_mac", None)) or unit.slice_bits != 4:
-        raise UserInputError(arch.origin, f"{scheme}'s decoders and exponent-integer PEs are "
-                             "modelled on the bit-slice array only (compute.kind: bitslice, "
-                             "slice_bits 4, e.g. ops_bitslice)", "compute.kind")  # fmt: skip
-    return unit
-
-
 def decoder_note(arch, gemm, bits: int, scheme: str) -> tuple[str, dict]:
-    """Decoder counts and energy of one GEMM: X decoded once per column fold as it streams in,
-    W once (weight stationary; a lower bound if the mapper reloads W per block of rows)."""
+    """Decoder counts and energy of one GEMM: X decoded once per column fold (N / the unit's
+    columns, its output-tile side where it has no ``cols``) as it streams in, W once (a lower
+    bound if the mapper reloads W per block of rows)."""
     unit = arch.compute
-    folds_n = math.ceil(gemm.N / unit.cols)
-    folds_k = math.ceil(gemm.K / unit.rows)
+    side = unit.output_tile_side()
+    folds_n = math.ceil(gemm.N / getattr(unit, "cols", side))
+    folds_k = math.ceil(gemm.K / getattr(unit, "rows", side))
     decodes = (gemm.M * gemm.K * folds_n + gemm.K * gemm.N) * gemm.count
     pj = decodes * DECODE_PJ[bits]
     latency = DECODER_LATENCY_CYCLES * folds_n * folds_k * gemm.count
@@ -101,10 +96,8 @@ def build(gemm, arch, stats, knobs) -> Plan:
     if bits not in (4, 8):
         raise UserInputError("knobs", "OliVe has 4- and 8-bit OVP variants: bits must be 4 or 8",
                              "olive.bits")  # fmt: skip
-    bitslice_unit(arch, "OliVe")
     note, extra = decoder_note(arch, gemm, bits, "OVP")
     ops = (encode_pass(gemm, bits, ENCODE_OPS, "ovp_encode"), matmul(gemm, bits, "ovp_matmul"))
     notes = (f"OliVe-{bits}: X OVP-encoded on the vector unit ({ENCODE_OPS:g} ops/element, "
-             f"static per-tensor scale), W encoded offline; int{bits} rate on the bit-slice "
-             "array", note)  # fmt: skip
+             f"static per-tensor scale), W encoded offline; int{bits} rate", note)  # fmt: skip
     return Plan("olive", gemm, ops, notes, {**knobs, **extra})
