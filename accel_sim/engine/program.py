@@ -28,8 +28,15 @@ from accel_sim.arch.schema import Arch
 from accel_sim.dataflow.plan import MatmulOp
 from accel_sim.engine.mapping import OPERAND_DIMS, Mapping
 from accel_sim.engine.memory import MemorySystem
-
-FIRST, MIDDLE, LAST, ONLY = 0, 1, 2, 3  # index class within one loop (ONLY = first and last)
+from accel_sim.engine.program_periods import (
+    FIRST,
+    LAST,
+    ONLY,
+    ClassPeriods,
+    _class_counts,
+    _class_of,
+    _classes_of,
+)
 
 
 @dataclass(frozen=True)
@@ -69,25 +76,6 @@ def tile_bytes(rows: int, cols: int, bits: float) -> int:
     return math.ceil(rows * cols * bits / 8)
 
 
-def _class_counts(count: int) -> dict[int, int]:
-    if count == 1:
-        return {ONLY: 1}
-    if count == 2:
-        return {FIRST: 1, LAST: 1}
-    return {FIRST: 1, MIDDLE: count - 2, LAST: 1}
-
-
-def _class_of(index: int, count: int) -> int:
-    if index == count - 1:
-        return ONLY if index == 0 else LAST
-    return FIRST if index == 0 else MIDDLE
-
-
-def _classes_of(index: np.ndarray, count: int) -> np.ndarray:
-    cls = np.where(index == 0, FIRST, MIDDLE)
-    return np.where(index == count - 1, np.where(index == 0, ONLY, LAST), cls)
-
-
 def matmul_efficiency(arch: Arch, precision: str) -> float:
     """``efficiency["matmul_<precision>"]`` if the file gives one, else ``efficiency["matmul"]``,
     else 1 (``arch/schema.py``: GPU proxies derate each precision against its own peak)."""
@@ -112,7 +100,7 @@ def step_busy_cycles(arch: Arch, memory: MemorySystem, op: MatmulOp, tile, rate:
     return max(unit, acc)
 
 
-class Program:
+class Program(ClassPeriods):
     """The step program of ``op`` on ``arch`` under ``mapping``."""
 
     def __init__(self, arch: Arch, op: MatmulOp, mapping: Mapping) -> None:
@@ -206,7 +194,7 @@ class Program:
                 continue
             r_dst, others = self.window(link.operand, link.dst)
             r_src = self.window(link.operand, link.src)[0] if link.src != 0 else None
-            scale = (op.a_scale_bits_per_row if link.operand == "A" else op.b_scale_bits_per_col)
+            scale = op.a_scale_bits_per_row if link.operand == "A" else op.b_scale_bits_per_col
             scale_dim = "m" if link.operand == "A" else "n"
             plan.append((False, d0, d1, bits, r_dst, others, r_src,
                          scale if link.src == 0 else 0, scale_dim))  # fmt: skip
@@ -219,7 +207,7 @@ class Program:
         ext = self.extents(code)
         inner = self.inner
         r_acc = self.window("C", inner["C"])[0]
-        acc_open, acc_close = all(first[r_acc + 1:]), all(last[r_acc + 1:])
+        acc_open, acc_close = all(first[r_acc + 1 :]), all(last[r_acc + 1 :])
         link_bytes, link_opens, link_closes = [], [], []
         for is_c, d0, d1, bits, r_dst, others, r_src, scale, scale_dim in self._link_plan:
             nbytes = tile_bytes(ext[d0], ext[d1], bits)
@@ -232,8 +220,8 @@ class Program:
             if r_src is None and acc_open:  # per-row/column scales: their own small stream
                 moved += math.ceil(ext[scale_dim] * scale / 8)
             link_bytes.append(moved)
-            link_opens.append(all(first[r_dst + 1:]))
-            link_closes.append(r_src is not None and all(last[r_src + 1:]))
+            link_opens.append(all(first[r_dst + 1 :]))
+            link_closes.append(r_src is not None and all(last[r_src + 1 :]))
         cycles = self._step_cycles(ext, acc_open)
         if all(last):
             cycles += self.unit.once_cycles(self.mapping.tile, self.rate)
@@ -243,7 +231,7 @@ class Program:
             link_bytes=tuple(link_bytes),
             opens=tuple(link_opens),
             closes_src=tuple(link_closes),
-            closes_l0=(all(last[r_a + 1:]), all(last[r_b + 1:])),
+            closes_l0=(all(last[r_a + 1 :]), all(last[r_b + 1 :])),
             opens_accumulator=acc_open,
             closes_accumulator=acc_close,
             outputs=ext["m"] * ext["n"] if acc_close else 0,
@@ -294,210 +282,6 @@ class Program:
 
     def step_at(self, i: int) -> StepClass:
         return self.class_of(self.code(i))
-
-    def first_mismatch(self, lo: int, period: int) -> int:
-        """Smallest ``x ≥ lo`` whose raw class digits differ from those of ``x - period``, or
-        ``n_steps``. (Equal raw digits imply equal classes, so a jump up to there is exact;
-        comparing raw digits lets loops whose whole cycle divides the period be skipped.)
-
-        The answer f found from some lo₀ holds for every lo in [lo₀, f], and the engine asks with
-        growing lo, so the last answer per period is remembered."""
-        cached = self._mismatch.get(period)
-        if cached is not None and cached[0] <= lo <= cached[1]:
-            return cached[1]
-        found = self._first_mismatch(lo, period)
-        self._mismatch[period] = (lo, found)
-        return found
-
-    def _change_points(self, a: int, b: int, period: int) -> np.ndarray:
-        """Steps p in (a, b) whose class may differ from step p−1's: where some loop index
-        enters or leaves its first or last value (at most three per sweep of that loop).
-        A loop whose whole cycle (stride × count) divides ``period`` has the same digit at x and
-        x − period, so it cannot cause a mismatch and its (dense) points are skipped."""
-        points = []
-        stride = 1
-        for n in reversed(self.count):
-            if n > 1 and (period == 0 or period % (stride * n)):
-                lo_m, hi_m = a // stride + 1, (b - 1) // stride
-                if hi_m >= lo_m:
-                    for residue in {0, 1, n - 1}:
-                        first = lo_m + (residue - lo_m) % n
-                        points.append(np.arange(first, hi_m + 1, n, dtype=np.int64) * stride)
-            stride *= n
-        return np.concatenate(points) if points else np.empty(0, dtype=np.int64)
-
-    def _first_mismatch(self, lo: int, period: int) -> int:
-        """Both code(x) and code(x − period) are constant between their change points, so only
-        ``lo`` and those points need comparing — O(boundaries), not O(steps)."""
-        x = max(lo, period)
-        chunk = 256
-        while x < self.n_steps:
-            hi = min(self.n_steps, x + chunk)
-            chunk = min(chunk, self._chunk_limit(period))
-            hi = min(self.n_steps, x + chunk)
-            candidates = np.sort(np.concatenate((
-                np.array([x], dtype=np.int64),
-                self._change_points(x, hi, period),
-                self._change_points(x - period, hi - period, period) + period,
-            )))  # fmt: skip
-            diff = np.nonzero(self.codes_at(candidates, False)
-                              != self.codes_at(candidates - period, False))[0]  # fmt: skip
-            if diff.size:
-                return int(candidates[diff[0]])
-            x, chunk = hi, chunk * 8
-        return self.n_steps
-
-    def match_end(self, lo: int, period: int, stop: int | None = None) -> int:
-        """A step F ≥ ``lo`` such that every step x in [lo, F) has the same *class* as step
-        x − ``period``: the first step that does not, or ``stop`` (default ``n_steps``) if all
-        before it do, or where the search ran out of budget (always a safe answer: every
-        step before F matches).
-
-        :meth:`first_mismatch` compares raw digits, which lets whole loops be skipped but
-        stops where two stretches in different blocks or instances differ in an outer loop's
-        digit although no window or edge tells them apart; from there the classes themselves
-        (canonical codes) are compared (:meth:`class_mismatch`)."""
-        stop = self.n_steps if stop is None else min(stop, self.n_steps)
-        if stop - lo <= 256:  # a short stretch: step by step beats the vectorised search
-            canon, code = self.canonical_list, self.code
-            for x in range(lo, stop):
-                if canon[code(x)] != canon[code(x - period)]:
-                    return x
-            return stop
-        cached = self._match.get((period, stop))
-        if cached is not None and cached[0] <= lo <= cached[1]:
-            return cached[1]  # no mismatch in [cached lo, answer): the same answer from here
-        start = self.first_mismatch(lo, period)
-        found = start if start >= stop else self.class_mismatch(start, period, stop)
-        if len(self._match) > 4096:
-            self._match.clear()
-        self._match[(period, stop)] = (lo, found)
-        return found
-
-    def class_mismatch(self, x0: int, period: int, stop: int, budget: int = 1 << 15) -> int:
-        """The first step x in [``x0``, ``stop``) whose class differs from step x − ``period``'s;
-        ``stop`` if none does; or where the search ran out of ``budget`` points.
-
-        Loops whose whole cycle divides the period (*aligned*) have equal digits at x and
-        x − period; the others' digits change only at their (sparse) change points. Between two
-        of those the unaligned digits of both sides are fixed, so if the classes agree for every
-        possible combination of aligned digits (:meth:`_pairs_agree`, tabled) the whole stretch
-        matches; only stretches where they do not are compared at every change point of every
-        loop (:meth:`_dense_mismatch`)."""
-        table = self.canonical_list
-        if x0 >= stop or table[self.code(x0)] != table[self.code(x0 - period)]:
-            return min(x0, stop)  # the usual case: the raw mismatch is a class mismatch
-        key = (x0, period, stop)
-        cached = self._class_mismatch.get(key)
-        if cached is not None:
-            return cached
-        x, spent, chunk = x0, 0, 4096
-        found = None
-        while found is None and x < stop and spent < budget:
-            hi = min(stop, x + chunk)
-            starts = np.unique(np.concatenate((
-                np.array([x], dtype=np.int64),
-                self._change_points(x, hi, period),
-                self._change_points(x - period, hi - period, period) + period,
-            )))  # fmt: skip
-            agree = self._pairs_agree(starts, period)
-            spent += starts.size
-            for i in np.nonzero(~agree)[0]:
-                s, e = int(starts[i]), int(starts[i + 1]) if i + 1 < starts.size else hi
-                m, cost = self._dense_mismatch(s, e, period, budget - spent)
-                spent += cost
-                if m < e:
-                    found = m
-                    break
-            else:
-                x, chunk = hi, chunk * 4
-        if found is None:
-            found = x
-        if len(self._class_mismatch) > 4096:
-            self._class_mismatch.clear()
-        self._class_mismatch[key] = found
-        return found
-
-    def _aligned(self, period: int) -> tuple[np.ndarray, np.ndarray]:
-        """(per-loop flag: aligned with ``period``, raw-code parts of every valid combination
-        of the aligned loops' digits)."""
-        cached = self._aligned_cache.get(period)
-        if cached is None:
-            flags, combos, stride = [], np.zeros(1, dtype=np.int64), 1
-            for n, radix in zip(reversed(self.count), reversed(self._radix)):
-                aligned = n == 1 or period % (stride * n) == 0
-                flags.append(aligned)
-                if aligned:
-                    digits = np.array(list(_class_counts(n)), dtype=np.int64) * radix
-                    combos = (combos[:, None] + digits[None, :]).ravel()
-                stride *= n
-            if len(self._aligned_cache) > 1024:
-                self._aligned_cache.clear()
-            cached = self._aligned_cache[period] = (np.array(flags[::-1]), combos)
-        return cached
-
-    def _pairs_agree(self, starts: np.ndarray, period: int) -> np.ndarray:
-        """Per stretch start x: whether x and x − period have equal classes whatever the
-        aligned loops' digits are (tabled per pair of unaligned digit codes)."""
-        flags, combos = self._aligned(period)
-        here = self._raw_part(starts, ~flags)
-        there = self._raw_part(starts - period, ~flags)
-        pairs, inverse = np.unique(here * len(self.canonical) + there, return_inverse=True)
-        table = self.canonical
-        agree = np.empty(pairs.size, dtype=bool)
-        for i, pair in enumerate(pairs.tolist()):
-            ok = self._agree.get((period, pair))
-            if ok is None:
-                if len(self._agree) > 65536:
-                    self._agree.clear()
-                a, b = divmod(pair, len(table))
-                ok = self._agree[(period, pair)] = bool(np.array_equal(table[combos + a],
-                                                                       table[combos + b]))
-            agree[i] = ok
-        return agree[inverse.ravel()]
-
-    def _raw_part(self, steps: np.ndarray, keep: np.ndarray) -> np.ndarray:
-        """Raw codes of ``steps`` counting only the loops flagged in ``keep``."""
-        rest = np.array(steps, dtype=np.int64)
-        raw = np.zeros_like(rest)
-        for j in reversed(range(len(self.count))):
-            n = self.count[j]
-            if keep[j]:
-                raw += _classes_of(rest % n, n) * self._radix[j]
-            rest //= n
-        return raw
-
-    def _dense_mismatch(self, s: int, e: int, period: int, budget: int) -> tuple[int, int]:
-        """(first step in [s, e) whose class differs from step x − period's, else e; points
-        compared) — every change point of every loop on both sides; past ``budget`` points it
-        answers where it got to (every step before the answer matches)."""
-        x, spent, chunk = s, 0, 1024
-        while x < e:
-            hi = min(e, x + chunk)
-            candidates = np.concatenate((
-                np.array([x], dtype=np.int64),
-                self._change_points(x, hi, 0),
-                self._change_points(x - period, hi - period, 0) + period,
-            ))  # fmt: skip
-            spent += candidates.size
-            diff = self.codes_at(candidates) != self.codes_at(candidates - period)
-            if diff.any():
-                return int(candidates[diff].min()), spent
-            if spent > budget:
-                return hi, spent  # [s, hi) checked: a safe answer (hi < e reads as a mismatch)
-            x, chunk = hi, chunk * 4
-        return e, spent
-
-    def _chunk_limit(self, period: int) -> int:
-        """The largest look-ahead window whose change points number at most ~2²⁰: a loop of
-        count n and stride s has 3 points per s·n steps."""
-        limit = 1 << 62
-        stride = 1
-        for n in reversed(self.count):
-            if n > 1 and period % (stride * n):
-                limit = min(limit, max(stride * n, (1 << 20) * stride * n // 3))
-            stride *= n
-        return limit
 
     @cached_property
     def multiplicity(self) -> dict[int, int]:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-from accel_sim.engine.program import Program, _class_of
+from accel_sim.engine.program import Program
+from accel_sim.engine.program_periods import _class_of
 
 
 def _chain(program: Program, operand: str) -> list[int]:
