@@ -147,7 +147,8 @@ HEADER = (
     "sample_error: every scheme's relative output error on the traces' sample tensors (one GEMM "
     "per layer kind from layer 0, 32 calibration + 32 held-out tokens, 256 output channels), "
     "MAC-weighted; rel_error: the trace's stored error over all its GEMMs where it has one "
-    "(OliVe and ANT: the sample error, the traces store none); compare errors within a column",
+    "(OliVe and ANT: the sample error, the traces store none; kinds without a sample, the LM "
+    "head, have none and ANT keeps them at 4 bits); compare errors within a column",
     "OPS at parity (B): per layer kind the largest τ (preset chosen with it) whose OPS sample "
     "error is ≤ B's sample error of that kind, B the baseline of smallest sample_error (the "
     "τ=auto machinery with budget 1 on OPS error ÷ B's error); kinds without a sample (the LM "
