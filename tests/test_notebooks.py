@@ -3,6 +3,11 @@
 Each notebook runs from a temporary copy (so nothing is written next to the committed file),
 with the ``python3`` kernel and a per-cell timeout; it must finish without errors and render at
 least one figure (an ``image/png`` output). The committed notebooks carry no outputs.
+
+Notebooks with exercises (code cells tagged ``exercise`` with an ``exercise_id``) are run a
+second time with the worked answers of ``notebooks/solutions/<notebook>.py`` filled in and
+``ACCEL_SIM_STRICT_CHECKS=1``, so every ``accel_sim.teaching.check`` must pass: a solution that
+drifts from the simulator fails here.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ NOTEBOOKS = [
     "03_outliers_and_osc.ipynb",
     "04_muxq_vs_llm_int8.ipynb",
     "05_ops_early_bird.ipynb",
+    "06_timeline.ipynb",
 ]
 CELL_TIMEOUT_S = 120
 #: generous guard against a notebook growing far past its ~1 minute design budget
@@ -44,11 +50,7 @@ def test_committed_notebook_has_no_outputs(name):
             )
 
 
-@pytest.mark.parametrize("name", NOTEBOOKS)
-def test_notebook_executes(name, tmp_path):
-    copy = tmp_path / name
-    shutil.copy(NOTEBOOK_DIR / name, copy)
-    nb = nbformat.read(copy, as_version=4)
+def _execute(nb, tmp_path):
     client = nbclient.NotebookClient(
         nb,
         timeout=CELL_TIMEOUT_S,
@@ -57,7 +59,19 @@ def test_notebook_executes(name, tmp_path):
     )
     start = time.perf_counter()
     client.execute()  # raises CellExecutionError on the first failing cell
-    elapsed = time.perf_counter() - start
+    return time.perf_counter() - start
+
+
+def _exercise_cells(nb):
+    return [c for c in nb.cells if "exercise" in c.metadata.get("tags", [])]
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_executes(name, tmp_path):
+    copy = tmp_path / name
+    shutil.copy(NOTEBOOK_DIR / name, copy)
+    nb = nbformat.read(copy, as_version=4)
+    elapsed = _execute(nb, tmp_path)
     print(f"{name}: executed in {elapsed:.1f} s")
 
     outputs = [out for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs]
@@ -66,3 +80,37 @@ def test_notebook_executes(name, tmp_path):
     images = [out for out in outputs if "image/png" in out.get("data", {})]
     assert images, f"{name}: no figure was rendered (no image/png output)"
     assert elapsed < NOTEBOOK_BUDGET_S, f"{name} took {elapsed:.0f} s"
+
+
+SOLUTIONS_DIR = NOTEBOOK_DIR / "solutions"
+WITH_EXERCISES = [n for n in NOTEBOOKS if (SOLUTIONS_DIR / n.replace(".ipynb", ".py")).exists()]
+
+
+def test_every_exercise_has_a_solution():
+    for name in NOTEBOOKS:
+        nb = nbformat.read(NOTEBOOK_DIR / name, as_version=4)
+        cells = _exercise_cells(nb)
+        if not cells:
+            continue
+        assert name in WITH_EXERCISES, f"{name} has exercises but no solutions module"
+        source = (SOLUTIONS_DIR / name.replace(".ipynb", ".py")).read_text(encoding="utf-8")
+        for cell in cells:
+            ex = cell.metadata.get("exercise_id")
+            assert ex and f"def {ex}(" in source, f"{name}: exercise {ex!r} has no solution"
+            assert "= None" in cell.source, f"{name}: exercise {ex!r} should start unanswered"
+
+
+@pytest.mark.parametrize("name", WITH_EXERCISES)
+def test_notebook_solutions_pass_their_checks(name, tmp_path, monkeypatch):
+    """The worked answers, filled into the exercise cells, pass every check strictly."""
+    shutil.copy(SOLUTIONS_DIR / name.replace(".ipynb", ".py"), tmp_path / "notebook_solutions.py")
+    nb = nbformat.read(NOTEBOOK_DIR / name, as_version=4)
+    cells = _exercise_cells(nb)
+    assert cells, f"{name} has a solutions module but no exercise cells"
+    for cell in cells:
+        cell.source += (
+            "\nimport notebook_solutions as _solutions\n"
+            f"globals().update(_solutions.{cell.metadata['exercise_id']}())"
+        )
+    monkeypatch.setenv("ACCEL_SIM_STRICT_CHECKS", "1")
+    _execute(nb, tmp_path)
