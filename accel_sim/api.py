@@ -257,7 +257,8 @@ def simulate_timeline(
     name → its knobs; ``stats_for(gemm)`` returns a GEMM's statistics (or None); ``max_events``
     caps the spans held (default ``timeline.MAX_EVENTS``; beyond it spans are merged);
     ``overlap`` as in :func:`simulate` (on: one track per unit, the plan's schedule)."""
-    from accel_sim.report.timeline import MAX_EVENTS, Recorder, record_plan
+    from accel_sim.report.timeline import MAX_EVENTS, Recorder
+    from accel_sim.report.timeline_plan import record_plan
 
     where = "simulate_timeline()"
     _check_overlap(overlap, where)

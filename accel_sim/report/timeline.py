@@ -45,7 +45,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from accel_sim.arch.schema import Arch
-from accel_sim.dataflow.plan import MatmulOp, Plan
+from accel_sim.dataflow.plan import MatmulOp
 
 #: Most spans a timeline file holds before consecutive spans of a track are merged.
 MAX_EVENTS = 200_000
@@ -258,51 +258,6 @@ def matmul_program(arch: Arch, op: MatmulOp):
 
     arch, op = slowest_core(arch, op)
     return Program(arch, replace(op, name=""), map_matmul(arch, op))
-
-
-def record_plan(recorder: Recorder, arch: Arch, plan: Plan, result, label: str,
-                collapse: bool = True) -> None:  # fmt: skip
-    """Lay out one run (``result``: the :class:`~accel_sim.engine.run.PlanResult` of ``plan``)
-    as a process of ``recorder``: each matmul re-simulated by the DES with recording on (its
-    cycles must equal the unrecorded run's), every other op a span on its unit's track, one
-    after another as they run; while they run the matrix unit stalls on them."""
-    from accel_sim.engine.des import simulate_program
-
-    recorder.begin_process(label, {"arch": arch.name, "dataflow": plan.dataflow,
-                                   "gemm": plan.gemm.label, "cycles": result.cycles})  # fmt: skip
-    if result.schedule is not None:
-        from accel_sim.report.timeline_overlap import record_overlap
-
-        record_overlap(recorder, arch, plan, result, collapse)
-        return
-    t = 0
-    for op, res in zip(plan.ops, result.ops):
-        recorder.offset = t
-        recorder.span(PLAN, op.name, 0, res.cycles, res.kind,
-                      {"kind": res.kind, "count": op.count})  # fmt: skip
-        extra = dict(res.stalls)
-        done = 0
-        if isinstance(op, MatmulOp):
-            program = matmul_program(arch, op)
-            timing = simulate_program(program, collapse=collapse, recorder=recorder)
-            for key, value in timing.stalls.items():
-                extra[key] = extra.get(key, 0) - value
-            done = timing.cycles
-            if res.compute_cycles != timing.compute_cycles or any(v < 0 for v in extra.values()):
-                raise RuntimeError(f"timeline of {op.name}: the recorded run "
-                                   f"({timing.cycles} cycles) differs from the result "
-                                   f"({res.cycles})")  # fmt: skip
-        else:
-            recorder.span(OP_TRACK[res.kind], op.name, 0, res.cycles, res.kind,
-                          {"count": op.count})  # fmt: skip
-        for cause, cycles in extra.items():  # cycles of the op beyond the DES (or all of them)
-            if cycles:
-                recorder.unit_stall(done, done + cycles, cause)
-                done += cycles
-        if done != res.cycles:
-            raise RuntimeError(f"timeline of {op.name}: {done} cycles laid out, result says "
-                               f"{res.cycles}")  # fmt: skip
-        t += res.cycles
 
 
 def write_timeline(doc: dict, path: str | Path) -> Path:
