@@ -300,8 +300,8 @@ def _extra(flow, stats, knobs, gemm, plan) -> dict[str, Any]:
     extra: dict[str, Any] = {"kind": gemm.kind, "layer": gemm.layer}
     if stats is not None:
         extra["rel_error"] = flow.numerical_error(stats, knobs, gemm)
-    for key in ("ops_set_skip_fraction", "ops_tile_skip_fraction", "table_channels",
-                "outlier_channels"):  # fmt: skip
+    for key in ("ops_set_skip_fraction", "ops_row_skip_fraction", "ops_tile_skip_fraction",
+                "table_channels", "outlier_channels"):  # fmt: skip
         if key in plan.knobs:
             extra[key] = plan.knobs[key]
     if "ops_tau_met" in plan.knobs:  # tau=auto: the τ and preset chosen for this GEMM

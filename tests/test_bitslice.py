@@ -45,8 +45,13 @@ def _fold(P: int, s_w: int, m: int) -> int:
     return s_w * R + R + C - 2 + P * m
 
 
-def _stats(sets: float, tiles: float, chunk: int = 32, tau: float = 0.0) -> dict:
-    grid = {f"{chunk}:{tau:g}": {"sets": sets, "tiles": {str(t): tiles for t in (16, 32, 64, 128)}}}
+def _stats(sets: float, tiles: float, chunk: int = 32, tau: float = 0.0,
+           rows: float | None = None) -> dict:  # fmt: skip
+    sizes = (16, 32, 64, 128)
+    entry = {"sets": sets, "tiles": {str(t): tiles for t in sizes}}
+    if rows is not None:
+        entry["rows"] = {str(t): rows for t in sizes}
+    grid = {f"{chunk}:{tau:g}": entry}
     return {"ops_skip": grid, "int16_hi_zero_fraction": 0.9, "int16_hi_zero_fraction_w": 0.9}
 
 
@@ -139,11 +144,11 @@ def test_every_gemm_up_to_4096_maps(arch, precision):
 
 # ------------------------------------------------------------------ OPS on the unit
 def test_ops_is_one_interleaved_pass_with_hand_cycles(arch):
-    """τ = 0, sets 75 % skipped, tiles 25 %: a row costs 1 + 15·0.25 = 4.75 cycles at set
-    granularity, 1 + 15·0.75 = 12.25 at tile; written as an INT16 matmul of
-    M' = ceil(64·row/16) rows, so the fold is 4R + R + C − 2 + 16·M'."""
-    stats = _stats(0.75, 0.25)
-    for gran, row in (("set", 4.75), ("tile", 12.25)):
+    """τ = 0, sets 75 % skipped, rows 50 %, tiles 25 %: a row costs 1 + 15·0.25 = 4.75 cycles
+    at set granularity, 1 + 15·0.5 = 8.5 at row, 1 + 15·0.75 = 12.25 at tile; written as an
+    INT16 matmul of M' = ceil(64·row/16) rows, so the fold is 4R + R + C − 2 + 16·M'."""
+    stats = _stats(0.75, 0.25, rows=0.5)
+    for gran, row in (("set", 4.75), ("row", 8.5), ("tile", 12.25)):
         r = accel_sim.simulate(ARCH, "64x64x256", "ops", {"tau": 0.0, "granularity": gran}, stats)
         m_eff = math.ceil(64 * row / 16)
         assert [op["name"] for op in r.ops] == ["absmax", "quantize", "early_bird_interleaved"]
@@ -166,17 +171,20 @@ def test_ops_off_equals_int16_on_the_unit():
     assert off.compute_cycles == r16.compute_cycles
 
 
-def test_set_granularity_saves_at_least_what_tile_saves(trace):
+def test_set_row_tile_granularities_save_in_that_order(trace):
+    """Coarser blocks skip only when every set in them does: set ≥ row (1×C) ≥ tile (C×C)."""
     gemms = [g for g in trace.gemms if g.layer in (0, 15)]
     for g in gemms:
         stats = trace.stats_for(g)
         int16 = accel_sim.simulate(ARCH, g, "int16", stats=stats).compute_cycles
         for tau in (0.0, 1.0, 4.0, 16.0):
-            s = accel_sim.simulate(ARCH, g, "ops", {"tau": tau, "granularity": "set"}, stats)
-            t = accel_sim.simulate(ARCH, g, "ops", {"tau": tau, "granularity": "tile"}, stats)
-            assert s.extra["ops_set_skip_fraction"] >= s.extra["ops_tile_skip_fraction"]
-            assert int16 - s.compute_cycles >= int16 - t.compute_cycles >= 0, (g.name, tau)
-            assert s.extra["rel_error"] == t.extra["rel_error"]  # the same sets get the preset
+            s, r, t = (accel_sim.simulate(ARCH, g, "ops", {"tau": tau, "granularity": gran},
+                                          stats) for gran in ("set", "row", "tile"))  # fmt: skip
+            assert (s.extra["ops_set_skip_fraction"] >= r.extra["ops_row_skip_fraction"]
+                    >= r.extra["ops_tile_skip_fraction"])  # fmt: skip
+            saved = [int16 - x.compute_cycles for x in (s, r, t)]
+            assert saved[0] >= saved[1] >= saved[2] >= 0, (g.name, tau)
+            assert s.extra["rel_error"] == r.extra["rel_error"] == t.extra["rel_error"]
 
 
 def test_default_comparators_keep_up(arch, trace):
@@ -209,8 +217,14 @@ def test_granularity_knob_errors(trace):
     with pytest.raises(accel_sim.UserInputError, match="per-set skip hardware"):
         accel_sim.simulate("systolic_32x32_ws", g, "ops", {"tau": 0.0, "granularity": "set"},
                            stats)  # fmt: skip
+    with pytest.raises(accel_sim.UserInputError, match="per-row skip hardware"):
+        accel_sim.simulate("systolic_32x32_ws", g, "ops", {"tau": 0.0, "granularity": "row"},
+                           stats)  # fmt: skip
     with pytest.raises(accel_sim.UserInputError, match="granularity must be one of"):
-        accel_sim.simulate(ARCH, g, "ops", {"tau": 0.0, "granularity": "row"}, stats)
+        accel_sim.simulate(ARCH, g, "ops", {"tau": 0.0, "granularity": "column"}, stats)
+    with pytest.raises(accel_sim.UserInputError, match="no row-level early-bird statistics"):
+        accel_sim.simulate(ARCH, "64x64x256", "ops", {"tau": 0.0, "granularity": "row"},
+                           _stats(0.75, 0.25))  # fmt: skip
     with pytest.raises(accel_sim.UserInputError, match="chunk must divide"):
         accel_sim.simulate(ARCH, g, "ops", {"tau": 0.0, "chunk": 64}, stats)
     # the systolic array keeps today's passes (hi×hi, comparator unit, remaining slices)

@@ -42,11 +42,13 @@ fold. ``s`` depends on the granularity, i.e. on the hardware assumed:
   ``s = ops_skip[chunk:τ].sets``. The traces store its mean, not its spread over columns, so the
   columns are taken as perfectly balanced: an upper bound of the saving; the queues' area and
   energy are not modelled.
-* ``tile``: a plain lockstep array (X's slices broadcast along the rows to every column) can drop
-  a row's remaining items only when all C columns skip. The trace stores fully skipped square
-  tiles; ``s`` is the fraction of ``C×C`` output tiles × chunk fully skipped (C = 128 on
-  ``ops_bitslice``), a lower bound of the lockstep 1×C row granularity, whose statistics the
-  traces do not have.
+* ``row``: a plain lockstep array (X's slices broadcast along the rows to every column, no
+  per-column queues) can drop a streamed row's remaining items for a chunk only when all C
+  columns skip it: ``s = ops_skip[chunk:τ].rows[C]``, the fraction of (1 × C row segment,
+  chunk) pairs whose every set is skipped (``workload/early_bird_blocks.py``; C = 128 on
+  ``ops_bitslice``, rounded to the stored widths 16/32/64/128).
+* ``tile``: an array that issues whole ``C×C`` output tiles drops a tile × chunk only when all
+  of its sets skip: ``s = ops_skip[chunk:τ].tiles[C]`` (a lower bound of ``row``).
 
 The engine's ``MatmulOp`` has no per-row issue count, so the pass is written as an INT16 matmul
 (16 slice products per row on this unit) whose M is shrunk to ``M' = ceil(M · f / 16)`` with ``f``
@@ -61,8 +63,8 @@ here: an item is a column sum over R elements, zero only if all R high slices ar
 statistic the traces lack (for τ ≥ 0 such an item's hi×hi sum is 0 ≤ τ, so the early bird
 already skips it).
 
-**On the systolic and cube units** (``tile`` only; ``set`` is an error: they have no per-set skip
-hardware) the plan is a sequence of passes: INT16 quantize of X (absmax + quantize on the vector
+**On the systolic and cube units** (``tile`` only; ``set`` and ``row`` are errors: they have no
+per-set or per-row skip hardware) the plan is a sequence of passes: INT16 quantize of X (absmax + quantize on the vector
 unit); the hi×hi matmul (M×K×N int4 MACs, 4-bit operands); ``M·N·ceil(K/chunk)`` comparisons on
 the architecture's separate ``early_bird`` unit; the remaining slice products as one int4 matmul of
 inner size ``K_rest = ceil(K · (1 − s) · r)`` with ``r = 9 + 3(1 − z_x) + 3(1 − z_w)`` slice
@@ -96,7 +98,7 @@ KNOBS = {
     "granularity": "auto",
     "budget": ops_tau.DEFAULT_BUDGET,
 }
-GRANULARITIES = ("auto", "set", "tile")
+GRANULARITIES = ("auto", "set", "row", "tile")
 TILE_SIZES = (16, 32, 64, 128)
 
 
@@ -122,6 +124,20 @@ def skip_fractions(stats, knobs, tile: int) -> tuple[float, float, str]:
     return float(entry["sets"]), float(entry["tiles"][str(tile)]), "trace"
 
 
+def row_skip_fraction(stats, knobs, width: int) -> float:
+    """Fraction of (1 × ``width`` row segment, chunk) pairs whose every set the early bird skips
+    (the trace's ``ops_skip[chunk:τ].rows``; 0 with τ < 0 and no trace)."""
+    grid = (stats or {}).get("ops_skip")
+    if grid is None:
+        return skip_fractions(stats, knobs, width)[0]  # τ < 0: 0.0; otherwise its error
+    rows = grid.get(f"{knobs['chunk']}:{knobs['tau']:g}", {}).get("rows")
+    if rows is None or str(width) not in rows:
+        raise UserInputError("ops", "the trace has no row-level early-bird statistics for rows "
+                             f"of {width} outputs (ops_skip.rows): re-compact it with this "
+                             "version (accel-sim trace compact)", "granularity")  # fmt: skip
+    return float(rows[str(width)])
+
+
 def _error_key(knobs, gemm) -> str:
     return f"ops:chunk={knobs['chunk']},tau={knobs['tau']:g},preset={knobs['preset']}"
 
@@ -140,8 +156,8 @@ def granularity(arch, knobs) -> str:
     inline = inline_early_bird(arch)
     if g == "auto":
         return "set" if inline else "tile"
-    if g == "set" and not inline:
-        raise UserInputError("knobs", f"granularity 'set' needs per-set skip hardware (the "
+    if g in ("set", "row") and not inline:
+        raise UserInputError("knobs", f"granularity '{g}' needs per-{g} skip hardware (the "
                              f"bitslice unit's inline comparators); the {arch.compute.kind} "
                              "unit drops work only per output tile: use 'tile'",
                              "granularity")  # fmt: skip
@@ -173,7 +189,8 @@ def _build(gemm, arch, stats, knobs) -> Plan:
     tile = array_tile(arch)
     sets, tiles, source = skip_fractions(stats, knobs, tile)
     if inline_early_bird(arch):
-        return _interleaved(gemm, arch, knobs, gran, sets, tiles, tile, source)
+        rows = row_skip_fraction(stats, knobs, tile) if gran == "row" else None
+        return _interleaved(gemm, arch, knobs, gran, (sets, rows, tiles), tile, source)
     zx = float((stats or {}).get("int16_hi_zero_fraction", 0.0))
     zw = float((stats or {}).get("int16_hi_zero_fraction_w", 0.0))
     slices = 9 + 3 * (1 - zx) + 3 * (1 - zw)
@@ -236,14 +253,16 @@ build.dataflows = tuple(OpsDataflow(**{f.name: getattr(d, f.name) for f in field
                         for d in build.dataflows)  # fmt: skip
 
 
-def _interleaved(gemm, arch, knobs, gran, sets, tiles, tile, source) -> Plan:
-    """One interleaved pass on a bit-slice unit (module docstring)."""
+def _interleaved(gemm, arch, knobs, gran, fractions, tile, source) -> Plan:
+    """One interleaved pass on a bit-slice unit (module docstring); ``fractions`` = (sets,
+    rows or None, tiles) skipped."""
+    sets, rows, tiles = fractions
     unit = arch.compute
     if getattr(unit, "slice_bits", None) != 4:
         raise UserInputError(arch.origin, "OPS splits INT16 into 4-bit slices: the bit-slice "
                              "unit needs slice_bits 4", "compute.slice_bits")  # fmt: skip
     per_mac = unit.products_per_mac(unit.rate("int16", arch.origin, "ops"))  # 16
-    skip = sets if gran == "set" else tiles
+    skip = {"set": sets, "row": rows, "tile": tiles}[gran]
     int16_row = per_mac / unit.products_per_cycle  # cycles of a streamed INT16 row
     if knobs["tau"] >= 0:
         row, stall = unit.early_bird_issue(knobs["chunk"], skip, per_mac - 1)
@@ -255,15 +274,17 @@ def _interleaved(gemm, arch, knobs, gran, sets, tiles, tile, source) -> Plan:
            MatmulOp("early_bird_interleaved", m_eff, gemm.K, gemm.N, "int16", 16 * scale,
                     16, 16 * scale, math.ceil(32 * scale - 1e-9),
                     epilogue_ops_per_output=1.0 * scale, count=gemm.count))  # fmt: skip
+    row_note = f"{rows:.1%} of 1×{tile} row segments, " if rows is not None else ""
     notes = (f"skip ({gran} granularity): {skip:.1%} of the remaining slice products; "
-             f"{sets:.1%} of computation sets, {tiles:.1%} of {tile}×{tile} output tiles "
-             f"({source}); a streamed row costs {row:.3g} of {int16_row:g} cycles"
+             f"{sets:.1%} of computation sets, {row_note}{tiles:.1%} of {tile}×{tile} output "
+             f"tiles ({source}); a streamed row costs {row:.3g} of {int16_row:g} cycles"
              + (f", of which {stall:.3g} comparator stall" if stall else ""),
              f"one interleaved INT16 pass written as M' = {m_eff} rows for M = {gemm.M} "
              "(operand, output and accumulator widths scaled by M/M'); comparisons inline, "
              "not priced")  # fmt: skip
     extra = {
         "ops_set_skip_fraction": sets,
+        **({"ops_row_skip_fraction": rows} if rows is not None else {}),
         "ops_tile_skip_fraction": tiles,
         "ops_tile": tile,
         "ops_granularity": gran,
