@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from accel_sim.errors import UserInputError
+from accel_sim.quant.formats import best_of
 from accel_sim.quant.olive import grid_round
 
 _SRC = "accel_sim.quant.ant"
@@ -81,16 +82,12 @@ def search(x: np.ndarray, kind: str, bits: int, per_row: bool) -> tuple[np.ndarr
     g = grid(kind, bits, signed=bool(x.min() < 0))
     base = np.abs(x).max(axis=1, keepdims=True) if per_row else np.abs(x).max()
     base = np.where(base > 0, base, 1.0)
-    best_a, best_e = None, None
-    for pct in ALPHA_PERCENT[bits]:
-        alpha = base * (pct * 0.01)
+
+    def error(alpha: np.ndarray) -> np.ndarray:
         err = (grid_round(x / alpha, g) * alpha - x) ** 2
-        err = err.mean(axis=1, keepdims=True) if per_row else err.mean()
-        if best_e is None:
-            best_a, best_e = alpha, err
-        else:
-            better = err < best_e
-            best_a, best_e = np.where(better, alpha, best_a), np.where(better, err, best_e)
+        return err.mean(axis=1, keepdims=True) if per_row else err.mean()
+
+    best_a, best_e = best_of((base * (pct * 0.01) for pct in ALPHA_PERCENT[bits]), error)
     return best_a, float(np.sum(best_e))
 
 

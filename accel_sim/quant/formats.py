@@ -122,6 +122,22 @@ def int_symmetric(
     return codes * s
 
 
+def best_of(candidates, error) -> tuple[np.ndarray, np.ndarray]:
+    """Elementwise argmin over candidate scales: ``error(c)`` for each candidate ``c`` (arrays
+    that broadcast alike, e.g. one scale per row), and per element the candidate of least error
+    with that error; ties go to the earlier candidate. Shared by every MSE scale search here and
+    in ``quant/olive.py``, ``quant/ant.py``."""
+    best_c = best_e = None
+    for c in candidates:
+        e = error(c)
+        if best_e is None:
+            best_c, best_e = c, e
+        else:
+            better = e < best_e
+            best_c, best_e = np.where(better, c, best_c), np.where(better, e, best_e)
+    return best_c, best_e
+
+
 def mse_clip_scale(
     x: np.ndarray, bits: int, axis: int | None = None, grid: np.ndarray | None = None
 ) -> np.ndarray:
@@ -136,18 +152,12 @@ def mse_clip_scale(
     gammas = np.linspace(1.0, 0.3, 15) if grid is None else np.asarray(grid, dtype=np.float64)
     base = _amax(xf, axis) / qmax
     base = np.where(base > 0, base, 1.0)
-    best_s, best_err = base, None
-    for g in gammas:
-        s = base * g
+
+    def error(s: np.ndarray) -> np.ndarray:
         err = (np.clip(np.rint(xf / s), -qmax, qmax) * s - xf) ** 2
-        err = err.sum() if axis is None else err.sum(axis=1 - axis, keepdims=True)
-        if best_err is None:
-            best_s, best_err = s, err
-        else:
-            better = err < best_err
-            best_s = np.where(better, s, best_s)
-            best_err = np.where(better, err, best_err)
-    return best_s
+        return err.sum() if axis is None else err.sum(axis=1 - axis, keepdims=True)
+
+    return best_of((base * g for g in gammas), error)[0]
 
 
 def _blocks(x: np.ndarray, block: int) -> tuple[np.ndarray, int]:

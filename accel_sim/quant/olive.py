@@ -38,6 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from accel_sim.errors import UserInputError
+from accel_sim.quant.formats import best_of
 
 _SRC = "accel_sim.quant.olive"
 #: the boundary between normal values and outliers, in grid units (authors' code)
@@ -121,17 +122,13 @@ def search(x: np.ndarray, bits: int, kind: str, per_row: bool) -> tuple[np.ndarr
     x = np.asarray(x, dtype=np.float64)
     top = float(normal_grid(bits, kind)[-1])
     base = _alpha_base(x, per_row)
-    best_a, best_e = None, None
-    for pct in ALPHA_PERCENT:
-        alpha = base * (pct * 0.01)
+
+    def error(alpha: np.ndarray) -> np.ndarray:
         scale = alpha / top
         err = (ovp_codes(x / scale, bits, kind) * scale - x) ** 2
-        err = err.mean(axis=1, keepdims=True) if per_row else err.mean()
-        if best_e is None:
-            best_a, best_e = alpha, err
-        else:
-            better = err < best_e
-            best_a, best_e = np.where(better, alpha, best_a), np.where(better, err, best_e)
+        return err.mean(axis=1, keepdims=True) if per_row else err.mean()
+
+    best_a, best_e = best_of((base * (pct * 0.01) for pct in ALPHA_PERCENT), error)
     return best_a, float(np.sum(best_e))
 
 
