@@ -147,14 +147,18 @@ def _store_bound(program: Program, fill: int, ports: dict | None = None) -> int:
     group = min(program.count[-1], n)  # the K steps of the first output tile (k is innermost)
     ports = ports or {}
     compute, first_loads = 0, defaultdict(int)
-    for i in range(group):
-        code = program.code(i)
+    # the group's steps by class: the innermost digit is first, middle (group − 2 of them), last
+    first = program.code(0)
+    classes = {first: 1} if group == 1 else {first: 1, first + 1: group - 2, first + 2: 1}
+    for code, times in classes.items():
+        if not times:
+            continue
         down = _downstream(program, code)
         for resource, cycles in step_busy(program, code).items():
             if resource == "compute":
-                compute += cycles
+                compute += cycles * times
             elif resource in ports:
-                first_loads[resource] += cycles - down.get(resource, 0)
+                first_loads[resource] += (cycles - down.get(resource, 0)) * times
     last_compute = program.step_at(group - 1).compute_cycles
     done = max(
         fill + compute, *(c + fill - ports[r] + last_compute for r, c in first_loads.items())
