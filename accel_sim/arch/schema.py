@@ -37,6 +37,7 @@ from accel_sim.arch.base import (
 from accel_sim.arch.units import ComputeUnit, unit_classes
 from accel_sim.arch.units.cube import CubeUnit
 from accel_sim.arch.units.systolic import SystolicArray
+from accel_sim.errors import UserInputError
 
 __all__ = ["DEFAULT_RATES", "PRECISIONS", "Operand", "Precision", "Strict", "ComputeUnit",
            "CubeUnit", "SystolicArray", "Arch", "MemoryLevel"]  # fmt: skip
@@ -319,16 +320,35 @@ class Arch(Strict):
         needs[("chip", "leakage")] = ("mW", "leakage is charged over the run time")
         return needs
 
+    def energy_on_demand(self) -> dict[tuple[str, str], tuple[str, str]]:
+        """Actions the compute unit performs only for the dataflows that ask for them (its
+        operand decoders, ``ComputeUnit.decode_actions``) → (unit, who needs it). Not required
+        at load; a plan that uses one calls :meth:`require_energy`; an entry for one is used."""
+        actions = getattr(self.compute, "decode_actions", None)
+        why = "the plan decodes its operands at the array edge ({} decoders)"
+        return {("compute", a): ("pJ/op", why.format(a.removeprefix("decode_")))
+                for a in (actions() if actions else ())}  # fmt: skip
+
+    def require_energy(self, component: str, action: str) -> None:
+        """A one-line error naming ``energy.<component>.<action>`` unless this architecture
+        states that on-demand entry (:meth:`energy_on_demand`; its unit is checked at load)."""
+        unit, why = self.energy_on_demand()[(component, action)]
+        if action not in self.energy.get(component, {}):
+            raise UserInputError(self.origin, f"missing entry ({unit}), needed because {why}",
+                                 f"energy.{component}.{action}")  # fmt: skip
+
     @property
     def unused_energy_entries(self) -> list[str]:
-        """Energy entries nothing in this architecture uses (reported, not an error)."""
-        needs = self.energy_needs()
+        """Energy entries nothing in this architecture uses (reported, not an error): neither
+        needed (:meth:`energy_needs`) nor an on-demand action (:meth:`energy_on_demand`)."""
+        used = {**self.energy_needs(), **self.energy_on_demand()}
         return [f"energy.{c}.{a}" for c, actions in self.energy.items() for a in actions
-                if (c, a) not in needs]  # fmt: skip
+                if (c, a) not in used]  # fmt: skip
 
     @model_validator(mode="after")
     def _check_energy(self) -> Arch:
-        """Coverage at load: every needed entry present, in its unit; DRAM and leakage unscaled."""
+        """Coverage at load: every needed entry present, in its unit (on-demand entries: in their
+        unit where present); DRAM and leakage unscaled."""
         from accel_sim.energy.scaling import node_problem
 
         problem = node_problem(self.node_nm)
@@ -338,7 +358,9 @@ class Arch(Strict):
             if level.name in ENERGY_COMPONENTS:
                 _energy_error(("memory",), f"level name {level.name!r} is an energy component")
         dram = self.memory[0].name
-        for (component, action), (unit, why) in self.energy_needs().items():
+        stated = {key: need for key, need in self.energy_on_demand().items()
+                  if key[1] in self.energy.get(key[0], {})}  # fmt: skip
+        for (component, action), (unit, why) in {**stated, **self.energy_needs()}.items():
             entry = self.energy.get(component, {}).get(action)
             where = ("energy", component, action)
             if entry is None:

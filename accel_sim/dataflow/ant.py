@@ -21,9 +21,10 @@ The plan (one GEMM):
    grid — a leading-one detect for flint/PoT —, clip), W encoded offline;
 3. **matmul** — int4 or int8 rate, per-channel FP32 W scales, 1-multiply dequantize epilogue.
 
-Decoders as for OliVe (``dataflow/olive.py``): sized to the array's input rate, their latency and
-energy in the notes and knobs, not in cycles and ``energy_pj`` (no codec component in the
-engine). The reported error is the trace's ``ant:bits=<4|8>`` at the precision chosen.
+Decoders as for OliVe (``dataflow/olive.py``): sized to the array's input rate, on the bit-slice
+array priced per decoded element of X and W as ``energy.compute.decode_ant<bits>`` (the bits
+chosen: 4, or 8 after a fallback), their one-cycle pipeline stage not charged (docs/dataflows.md).
+The reported error is the trace's ``ant:bits=<4|8>`` at the precision chosen.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from dataclasses import fields
 from typing import Any
 
 from accel_sim.dataflow.base import Dataflow, register
-from accel_sim.dataflow.olive import decoder_note, encode_pass, matmul
+from accel_sim.dataflow.olive import decoding, encode_pass, matmul
 from accel_sim.dataflow.ops_tau import DEFAULT_BUDGET
 from accel_sim.dataflow.plan import Plan
 from accel_sim.errors import UserInputError
@@ -73,8 +74,9 @@ def build(gemm, arch, stats, knobs) -> Plan:
         raise UserInputError("knobs", f"the fallback budget is a relative output error ≥ 0, got "
                              f"{knobs['budget']!r}", "ant.budget")  # fmt: skip
     bits, why = precision(stats, knobs)
-    note, extra = decoder_note(arch, gemm, bits, "ANT")
-    ops = (encode_pass(gemm, bits, ENCODE_OPS, "ant_encode"), matmul(gemm, bits, "ant_matmul"))
+    decode, note, extra = decoding(arch, gemm, bits, "ant", "ANT")
+    ops = (encode_pass(gemm, bits, ENCODE_OPS, "ant_encode"),
+           matmul(gemm, bits, "ant_matmul", decode))  # fmt: skip
     notes = (f"ANT: {why}; X encoded on the vector unit ({ENCODE_OPS:g} ops/element, static "
              f"per-tensor type and scale), W offline; int{bits} rate",
              note)  # fmt: skip

@@ -20,15 +20,18 @@ The plan (one GEMM, ``bits`` = 4 or 8):
 2. **matmul** — at the int4 (int8) rate with ``bits``-bit operands, per-channel FP32 W scales as
    a metadata stream and a 1-multiply dequantize epilogue (s_x · s_w[n]).
 
-**Decoders** (array edge): one per PE row for the streamed X and one per column on the weight
-load path (on units without rows/columns, the output-tile side stands for both), each decoding
-one code per cycle, so they keep up with the array by construction and cost no throughput;
-their pipeline latency (:data:`DECODER_LATENCY_CYCLES` per fold) and energy
-(:data:`DECODE_PJ`) are stated in the plan's notes and knobs (``decodes``, ``decoder_pj``) but are
-**not** in the run's cycles and ``energy_pj``: the engine prices only its fixed components
-(MACs, memory levels, vector unit, early-bird comparator, leakage), and adding a codec component
-needs changes to the schema, plan and engine outside this module (docs/dataflows.md, *OliVe and
-ANT*). Also not priced: the PEs' exponent shifter (a shift of each product before the accumulation).
+**Decoders** (array edge): the matmul names its decoding (``MatmulOp.decode`` = ``olive4`` /
+``olive8``) on a unit that declares those decoders (``ComputeUnit.decode_actions``: the bit-slice
+array); the engine counts every element of X and W entering the array from its innermost buffer
+(X once per column fold, each W tile each time it is loaded) and prices it as
+``energy.compute.decode_olive<bits>`` (pJ per decoded element, breakdown ``decode_olive<bits>``);
+a missing entry is a one-line error naming it, raised when the plan is built. One decoder per
+PE row (X) and per column (W load), one element per cycle each, keeps up with the array, so
+decoders cost no throughput; their one-cycle pipeline stage is not charged (at most one cycle
+per fold of ≥ 191 cycles on ``ops_bitslice``, and hidden behind the previous fold:
+docs/dataflows.md, *OliVe and ANT*). On units without decoders (systolic, cube) the decoding is
+not modelled and the notes say so. Not priced anywhere: the PEs' exponent shifter (a shift of
+each product before the accumulation).
 """
 
 from __future__ import annotations
@@ -44,30 +47,32 @@ KNOBS = {"bits": 4}
 #: vector-unit operations per element of the OVP encoder (assumption: scale multiply, grid
 #: round, outlier compare, victim select — the steps of OliVe's ``_forward``)
 ENCODE_OPS = 4.0
-#: energy of decoding one code at the array edge, pJ at 45 nm (assumption: a few dozen gates —
-#: identifier compare and an int/exponent mux — taken as one 8-bit add of Horowitz ISSCC 2014,
-#: 0.03 pJ, at 4 bits and twice that at 8 bits)
-DECODE_PJ = {4: 0.03, 8: 0.06}
-#: decoder pipeline latency per fold, cycles (assumption: one registered stage at the edge)
-DECODER_LATENCY_CYCLES = 1
 
 
-def decoder_note(arch, gemm, bits: int, scheme: str) -> tuple[str, dict]:
-    """Decoder counts and energy of one GEMM: X decoded once per column fold (N / the unit's
-    columns, its output-tile side where it has no ``cols``) as it streams in, W once (a lower
-    bound if the mapper reloads W per block of rows)."""
-    unit = arch.compute
-    side = unit.output_tile_side()
-    folds_n = math.ceil(gemm.N / getattr(unit, "cols", side))
-    folds_k = math.ceil(gemm.K / getattr(unit, "rows", side))
+def decoding(arch, gemm, bits: int, scheme: str, label: str) -> tuple[str | None, str, dict]:
+    """``(MatmulOp.decode, note, knobs)`` of one GEMM's ``bits``-bit ``scheme`` codes on ``arch``.
+
+    Where the unit declares ``decode_<scheme><bits>``, its energy entry must exist (one-line
+    error naming ``energy.compute.decode_<scheme><bits>`` otherwise) and the engine prices the
+    decodes. Knobs: ``decodes``, the elements decoded if each W tile is loaded once (X once per
+    column fold, W once; the engine counts the mapper's actual loads), and ``decoder_pj``, those
+    decodes × the entry as its source states it (pJ at the source's node, before node scaling;
+    the run's ``energy_breakdown_pj["decode_<scheme><bits>"]`` is the priced figure)."""
+    unit, decoder = arch.compute, f"{scheme}{bits}"
+    action = f"decode_{decoder}"
+    if action not in unit.decode_actions():
+        return None, (f"{label} decoders at the array edge not modelled: compute.kind "
+                      f"{unit.kind} declares no {action} (the bitslice unit does)"), {}  # fmt: skip
+    arch.require_energy("compute", action)
+    folds_n = math.ceil(gemm.N / getattr(unit, "cols", unit.output_tile_side()))
     decodes = (gemm.M * gemm.K * folds_n + gemm.K * gemm.N) * gemm.count
-    pj = decodes * DECODE_PJ[bits]
-    latency = DECODER_LATENCY_CYCLES * folds_n * folds_k * gemm.count
-    note = (f"{scheme} decoders at the array edge: {decodes:,} decodes ≈ {pj:,.0f} pJ at 45 nm "
-            f"(assumption {DECODE_PJ[bits]} pJ each) and ≤ {latency:,} cycles of pipeline "
-            "latency (one per fold): not in energy_pj or cycles (the engine has no codec "
-            "component); the PEs' exponent shifters are not priced either")  # fmt: skip
-    return note, {"decodes": decodes, "decoder_pj": pj, "decoder_latency_cycles": latency}
+    note = (f"{label} decoders at the array edge: every element of X and W entering the array "
+            f"is decoded, priced as energy.compute.{action} (breakdown {action}); their "
+            "one-cycle pipeline stage is not in cycles (≤ 1 per fold, hidden behind the "
+            "previous fold: docs/dataflows.md); the PEs' exponent shifters are not "
+            "priced")  # fmt: skip
+    pj = decodes * arch.energy["compute"][action].value
+    return decoder, note, {"decodes": decodes, "decoder_pj": pj}
 
 
 def encode_pass(gemm, bits: int, ops: float, name: str) -> VectorOp:
@@ -77,12 +82,13 @@ def encode_pass(gemm, bits: int, ops: float, name: str) -> VectorOp:
                     int(elements * bits / 8 + 0.5), gemm.count)  # fmt: skip
 
 
-def matmul(gemm, bits: int, name: str) -> MatmulOp:
+def matmul(gemm, bits: int, name: str, decode: str | None) -> MatmulOp:
     """The GEMM at the int<bits> rate with ``bits``-bit operands (decoded exponent-integer
-    pairs multiply on the same 4-bit slices), per-channel W scales, 1-multiply dequantize."""
+    pairs multiply on the same 4-bit slices) through the ``decode`` decoders (or none),
+    per-channel W scales, 1-multiply dequantize."""
     return MatmulOp(name, gemm.M, gemm.K, gemm.N, f"int{bits}", bits, bits, 16,
                     epilogue_ops_per_output=1.0, count=gemm.count,
-                    b_scale_bits_per_col=PER_CHANNEL_SCALE_BITS)  # fmt: skip
+                    b_scale_bits_per_col=PER_CHANNEL_SCALE_BITS, decode=decode)  # fmt: skip
 
 
 def _error_key(knobs, gemm) -> str:
@@ -96,8 +102,9 @@ def build(gemm, arch, stats, knobs) -> Plan:
     if bits not in (4, 8):
         raise UserInputError("knobs", "OliVe has 4- and 8-bit OVP variants: bits must be 4 or 8",
                              "olive.bits")  # fmt: skip
-    note, extra = decoder_note(arch, gemm, bits, "OVP")
-    ops = (encode_pass(gemm, bits, ENCODE_OPS, "ovp_encode"), matmul(gemm, bits, "ovp_matmul"))
+    decode, note, extra = decoding(arch, gemm, bits, "olive", "OVP")
+    ops = (encode_pass(gemm, bits, ENCODE_OPS, "ovp_encode"),
+           matmul(gemm, bits, "ovp_matmul", decode))  # fmt: skip
     notes = (f"OliVe-{bits}: X OVP-encoded on the vector unit ({ENCODE_OPS:g} ops/element, "
              f"static per-tensor scale), W encoded offline; int{bits} rate", note)  # fmt: skip
     return Plan("olive", gemm, ops, notes, {**knobs, **extra})

@@ -48,6 +48,10 @@ class MatmulOp:
         accumulator_bits: bits per element of the on-chip accumulator (capacity only).
         epilogue_ops_per_output: vector-unit element operations per output element done as
             the tile drains (dequantize = 1 multiply by ``s_x[m]·s_w[n]``), in the DES pipeline.
+        decode: the decoders the operands pass through at the array edge (``"olive4"``,
+            ``"ant8"``...: OliVe's and ANT's codes to exponent-integer pairs), priced per decoded
+            element of A and B as the compute unit's action ``decode_<decode>`` (pJ/op,
+            ``engine/counts.py``); ``None``: the operands enter the array as stored.
     """
 
     name: str
@@ -63,6 +67,7 @@ class MatmulOp:
     count: int = 1
     a_scale_bits_per_row: float = 0.0
     b_scale_bits_per_col: float = 0.0
+    decode: str | None = None
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:

@@ -71,7 +71,8 @@ def entry_at_node(arch: Arch, component: str, action: str, unit: str) -> tuple[f
 def price(arch: Arch, counts: ActionCounts, cycles: int) -> EnergyReport:
     """Price ``counts`` on ``arch``; leakage is charged for ``cycles`` at ``arch.clock_hz``.
 
-    Breakdown components: ``mac_<precision>``, ``<level>_read``, ``<level>_write``, ``vector``,
+    Breakdown components: ``mac_<precision>``, ``decode_<decoder>`` (elements decoded at the
+    array edge × the unit's pJ per decode), ``<level>_read``, ``<level>_write``, ``vector``,
     ``early_bird`` and ``leakage``.
     """
     breakdown: dict[str, float] = {}
@@ -86,6 +87,8 @@ def price(arch: Arch, counts: ActionCounts, cycles: int) -> EnergyReport:
 
     for precision, macs in sorted(counts.macs.items()):
         charge(f"mac_{precision}", "compute", f"mac_{precision}", "pJ/MAC", macs)
+    for decoder, decodes in sorted(counts.decodes.items()):
+        charge(f"decode_{decoder}", "compute", f"decode_{decoder}", "pJ/op", decodes)
     for level in arch.memory:
         name = level.name
         charge(f"{name}_read", name, "read", "pJ/byte", counts.bytes_read[name])

@@ -17,6 +17,8 @@ class ActionCounts:
         bytes_read, bytes_written: bytes per memory level name.
         vector_ops: element operations on the vector unit.
         comparator_ops: early-bird comparisons.
+        decodes: elements decoded at the array edge per decoder (``MatmulOp.decode``:
+            ``{"olive4": ...}``), priced as the compute unit's ``decode_<decoder>``.
     """
 
     macs: Counter = field(default_factory=Counter)
@@ -24,12 +26,14 @@ class ActionCounts:
     bytes_written: Counter = field(default_factory=Counter)
     vector_ops: float = 0.0
     comparator_ops: int = 0
+    decodes: Counter = field(default_factory=Counter)
 
     def add(self, other: ActionCounts, times: int = 1) -> None:
         for mine, theirs in (
             (self.macs, other.macs),
             (self.bytes_read, other.bytes_read),
             (self.bytes_written, other.bytes_written),
+            (self.decodes, other.decodes),
         ):
             for key, value in theirs.items():
                 mine[key] += value * times
@@ -40,7 +44,8 @@ class ActionCounts:
 def matmul_counts(program: Program) -> ActionCounts:
     """Exact counts of one matmul: transfers over every hop, plus the compute unit's own reads of
     its innermost A/B buffers (each step reads its tiles once) and accumulator read-modify-writes
-    in the innermost C level (a read except on the first k-step, a write every step)."""
+    in the innermost C level (a read except on the first k-step, a write every step). With
+    ``op.decode``, every element of those A and B reads is decoded once as it enters the array."""
     arch, op = program.arch, program.op
     counts = ActionCounts()
     counts.macs[op.precision] += op.macs
@@ -51,8 +56,11 @@ def matmul_counts(program: Program) -> ActionCounts:
     acc_bits = op.accumulator_bits
     for code, n in program.multiplicity.items():
         ext = program.extents(code)
-        counts.bytes_read[l0["A"]] += n * _bytes(ext["m"] * ext["k"], op.a_bits)
-        counts.bytes_read[l0["B"]] += n * _bytes(ext["k"] * ext["n"], op.b_bits)
+        a_elements, b_elements = ext["m"] * ext["k"], ext["k"] * ext["n"]
+        counts.bytes_read[l0["A"]] += n * _bytes(a_elements, op.a_bits)
+        counts.bytes_read[l0["B"]] += n * _bytes(b_elements, op.b_bits)
+        if op.decode is not None:
+            counts.decodes[op.decode] += n * (a_elements + b_elements)
         acc = _bytes(ext["m"] * ext["n"], acc_bits)
         counts.bytes_written[l0["C"]] += n * acc
         if not program.class_of(code).opens_accumulator:

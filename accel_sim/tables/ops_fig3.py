@@ -311,13 +311,12 @@ def _notes(table: pd.DataFrame, sp: pd.DataFrame, bitslice: str | None) -> list[
             "load 4R + skew R + C − 2 cycles), most visible at BERT's 128 tokens")  # fmt: skip
         notes.append(
             "still missing: OliVe/ANT errors over every GEMM of the traces (only the sample "
-            "tensors are shipped; a re-capture needs torch and the model packages), a codec "
-            "component in the engine (decoder energy and latency are stated, not in cycles or "
-            "energy), a τ grid finer than the trace's (−1, 0, 1, 4, 16) for τ=auto, OPS errors "
-            "on calibration tokens (τ=auto selects on the held-out tokens it reports), "
-            "set-level statistics by column (set granularity assumes balanced "
-            "columns: an upper bound) and row-level ones (tile is a lower bound for a lockstep "
-            "array); the comparisons' energy on the bit-slice unit is not priced")  # fmt: skip
+            "tensors are shipped; a re-capture needs torch and the model packages), a τ grid "
+            "finer than the trace's (−1, 0, 1, 4, 16) for τ=auto, OPS errors on calibration "
+            "tokens (τ=auto selects on the held-out tokens it reports), set-level statistics "
+            "by column (set granularity assumes balanced columns: an upper bound) and "
+            "row-level ones (tile is a lower bound for a lockstep array); the comparisons' "
+            "energy on the bit-slice unit is not priced")  # fmt: skip
     return notes
 
 

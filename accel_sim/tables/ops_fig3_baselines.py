@@ -142,8 +142,8 @@ HEADER = (
     "by MSE, 8-bit int where the 4-bit error on calibration tokens exceeds 0.05, MICRO 2022) on "
     "the bit-slice array, as the paper compares them (the dataflows also run on the systolic "
     "array; not shown): 4-bit = 1 slice product per MAC, 8-bit = 4; an encoder pass on the "
-    "vector unit; decoder energy and "
-    "latency stated in each run's notes, not in cycles or energy (no codec component)",
+    "vector unit; decoders at the array edge priced per decoded element (energy, not shown "
+    "here; their one-cycle stage is not charged: docs/dataflows.md)",
     "sample_error: every scheme's relative output error on the traces' sample tensors (one GEMM "
     "per layer kind from layer 0, 32 calibration + 32 held-out tokens, 256 output channels), "
     "MAC-weighted; rel_error: the trace's stored error over all its GEMMs where it has one "

@@ -71,6 +71,14 @@ class ComputeUnit(Strict):
         """The energy-table actions this unit performs: a MAC per supported precision."""
         return tuple(f"mac_{p}" for p, r in sorted(self.rates.items()) if r > 0)
 
+    def decode_actions(self) -> tuple[str, ...]:
+        """Energy-table actions the unit performs only for the dataflows that ask for them: its
+        operand decoders at the array edge, ``decode_<scheme>`` (pJ/op per decoded element,
+        ``MatmulOp.decode``). Their entries are not required at load (``Arch.energy_needs``); a
+        plan that uses one checks it (``Arch.require_energy``), and an entry for one counts as
+        used. None by default."""
+        return ()
+
     # ------------------------------------------------------------------ per kind
     @property
     def fp16_macs_per_cycle(self) -> int:  # pragma: no cover - abstract

@@ -37,6 +37,17 @@ both proportional to ``P``; the engine prices MACs per precision (``energy.compu
 the architecture file states each ``mac_<p>`` as ``P × (slice MAC + reduction / R)`` with its
 derivation (``arch_configs/ops_bitslice.yaml``), and :meth:`energy_actions` is the inherited one.
 
+**Operand decoders** (OliVe §5, ANT §V: the baselines OPS compares with on this array). OliVe's
+and ANT's codes become exponent-integer pairs in decoders at the array edge, one per PE row on the
+streamed X and one per column on the weight-load path, each decoding one element per cycle: an
+element feeds ``P`` slice items (X) or ``s_w`` load cycles (W), so they keep up with the array by
+construction and cost no throughput. :meth:`decode_actions` declares their energy,
+``decode_<scheme>`` for :data:`DECODERS` (pJ per decoded element; the engine counts every element
+of A and B entering the array, ``engine/counts.py``). Their pipeline stage is not in
+:meth:`step_cycles`: one cycle per fold at most, against a fold of at least
+``s_w·R + R + C − 2 + P·m`` cycles (≥ 191 on a 32×128 array), and hidden behind the previous
+fold when the next tile is already buffered (docs/dataflows.md, *OliVe and ANT*).
+
 **Early-bird comparators (inline).** One comparator per hi×hi partial sum tap: a *computation
 set* (one output over one K-chunk) is a column's item sum when the chunk equals ``R`` (R/chunk
 taps per column otherwise). The paper gives no comparator count; the default is derived from the
@@ -63,6 +74,8 @@ from accel_sim.errors import UserInputError
 
 #: Integer precisions the unit computes as slices, and their operand widths.
 SLICED_BITS = {"int4": 4, "int8": 8, "int16": 16}
+#: Operand decoders the array edge holds (``MatmulOp.decode``): OliVe's and ANT's, 4 and 8 bits.
+DECODERS = ("ant4", "ant8", "olive4", "olive8")
 
 
 def slice_products(bits: int, slice_bits: int) -> int:
@@ -147,6 +160,10 @@ class BitSliceArray(ComputeUnit):
     def fp16_macs_per_cycle(self) -> int:
         """MACs per cycle at rate 1, which on this unit is INT16 (it has no FP16)."""
         return self.rows * self.cols // slice_products(16, self.slice_bits)
+
+    def decode_actions(self) -> tuple[str, ...]:
+        """``decode_<scheme>`` of each of :data:`DECODERS` (pJ/op per decoded element)."""
+        return tuple(f"decode_{d}" for d in DECODERS)
 
     # ------------------------------------------------------------------ mapping and timing
     def step_tiles(self, M: int, K: int, N: int, rate: int) -> list[StepTile]:
