@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import accel_sim
 from accel_sim.api import unsupported_reason
@@ -176,3 +178,18 @@ def test_bad_knobs_are_one_line(run_cli):
     code, _, err = run_cli(["run", "--arch", "tpu_like_chip", "--gemm", "64x64x128",
                             "--dataflow", "olive"])  # fmt: skip
     assert code == 2 and "no int4 rate" in err and err.count("\n") == 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), kind_bits=st.sampled_from([("int", 4), ("flint", 4), ("int", 8)]))
+def test_grid_round_kernel_matches_numpy_reference(data, kind_bits):
+    """The numba rounding (every MSE scale search calls it) equals the numpy reference on random
+    values, the grid points themselves, their exact midpoints (ties) and far beyond the ends."""
+    kind, bits = kind_bits
+    grid = np.union1d(olive.normal_grid(bits, kind), olive.outlier_grid(bits))
+    values = data.draw(st.lists(st.floats(-1e4, 1e4, allow_nan=False), min_size=1, max_size=64))
+    v = np.concatenate([values, grid, (grid[1:] + grid[:-1]) / 2, [1e9, -1e9, 0.0, -0.0]])
+    np.testing.assert_array_equal(olive.grid_round(v, grid), olive.grid_round_ref(v, grid))
+    square = v[: v.size - v.size % 2].reshape(2, -1)
+    np.testing.assert_array_equal(olive.grid_round(square, grid),
+                                  olive.grid_round_ref(square, grid))  # fmt: skip

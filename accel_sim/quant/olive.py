@@ -35,7 +35,9 @@ Units: values are float64 in the tensor's own units unless a function says grid 
 
 from __future__ import annotations
 
+import numba
 import numpy as np
+from numba import prange
 
 from accel_sim.errors import UserInputError
 from accel_sim.quant.formats import best_of
@@ -75,15 +77,45 @@ def outlier_grid(bits: int) -> np.ndarray:
     return np.concatenate([-mags[::-1], mags])
 
 
-def grid_round(v: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    """Each value of ``v`` to the nearest point of the sorted ``grid`` (ties to the larger
-    magnitude); values beyond the grid go to its ends."""
+def grid_round_ref(v: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """numpy reference of :func:`grid_round`."""
     v = np.asarray(v, dtype=np.float64)
     i = np.clip(np.searchsorted(grid, v), 1, len(grid) - 1)
     lo, hi = grid[i - 1], grid[i]
     d_lo, d_hi = v - lo, hi - v
     up = (d_hi < d_lo) | ((d_hi == d_lo) & (np.abs(hi) >= np.abs(lo)))
     return np.clip(np.where(up, hi, lo), grid[0], grid[-1])
+
+
+@numba.njit(cache=True, parallel=True)
+def _grid_round(v: np.ndarray, grid: np.ndarray, out: np.ndarray) -> None:
+    n = grid.size
+    for t in prange(v.size):
+        x = v[t]
+        a, b = 0, n  # first index with grid[index] >= x (numpy's searchsorted, side left)
+        while a < b:
+            mid = (a + b) // 2
+            if grid[mid] < x:
+                a = mid + 1
+            else:
+                b = mid
+        i = min(max(a, 1), n - 1)
+        lo, hi = grid[i - 1], grid[i]
+        d_lo, d_hi = x - lo, hi - x
+        up = d_hi < d_lo or (d_hi == d_lo and abs(hi) >= abs(lo))
+        r = hi if up else lo
+        out[t] = min(max(r, grid[0]), grid[n - 1])
+
+
+def grid_round(v: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """Each value of ``v`` to the nearest point of the sorted ``grid`` (ties to the larger
+    magnitude); values beyond the grid go to its ends. numba, one pass (the MSE scale searches
+    call it once per candidate scale); :func:`grid_round_ref` is its numpy twin."""
+    v = np.asarray(v, dtype=np.float64)
+    flat = np.ascontiguousarray(v).reshape(-1)
+    out = np.empty_like(flat)
+    _grid_round(flat, np.ascontiguousarray(grid, dtype=np.float64), out)
+    return out.reshape(v.shape)
 
 
 def victims(q: np.ndarray) -> np.ndarray:
