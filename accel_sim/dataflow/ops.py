@@ -73,7 +73,8 @@ widths scaled so its traffic is the 12-bit low parts of the sets not skipped. Su
 drop a single output's work in the middle of a tile; ``s`` is the fraction of output tiles × chunk
 fully skipped (the trace stores square tiles of 16, 32, 64 and 128 outputs; the array's tile is
 rounded to the nearest stored size). On every unit the numerical error and the reported set skip
-fraction use every skipped set. """
+fraction use every skipped set.
+"""
 
 from __future__ import annotations
 
