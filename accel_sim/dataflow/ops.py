@@ -63,8 +63,8 @@ here: an item is a column sum over R elements, zero only if all R high slices ar
 statistic the traces lack (for τ ≥ 0 such an item's hi×hi sum is 0 ≤ τ, so the early bird
 already skips it).
 
-**On the systolic and cube units** (``tile`` only; ``set`` and ``row`` are errors: they have no per-
-set or per-row skip hardware) the plan is a sequence of passes: INT16 quantize of X (absmax +
+**On the systolic and cube units** (``tile`` only; ``set`` and ``row`` are errors: they have no
+per-set or per-row skip hardware) the plan is a sequence of passes: INT16 quantize of X (absmax +
 quantize on the vector unit); the hi×hi matmul (M×K×N int4 MACs, 4-bit operands);
 ``M·N·ceil(K/chunk)`` comparisons on the architecture's separate ``early_bird`` unit; the remaining
 slice products as one int4 matmul of inner size ``K_rest = ceil(K · (1 − s) · r)`` with ``r = 9 +
