@@ -11,6 +11,8 @@ wrong answer raises, so a solution and the simulator cannot drift apart.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import os
 
@@ -45,3 +47,11 @@ def check(name: str, answer: float | None, truth: float, rel: float = 0.0) -> No
         )
         if _strict():
             raise AssertionError(f"{name}: answer {answer!r} != {truth!r}")
+
+
+def notebook_source_sha256(cells) -> str:
+    """sha256 of a notebook's cell types and sources (not outputs, ids or metadata): the key by
+    which an executed copy in ``docs/notebooks/`` (``notebooks/render.py``) is matched to the
+    notebook it was rendered from."""
+    text = json.dumps([[c["cell_type"], c["source"]] for c in cells], ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

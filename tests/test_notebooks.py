@@ -114,3 +114,24 @@ def test_notebook_solutions_pass_their_checks(name, tmp_path, monkeypatch):
         )
     monkeypatch.setenv("ACCEL_SIM_STRICT_CHECKS", "1")
     _execute(nb, tmp_path)
+
+
+RENDERED = NOTEBOOK_DIR.parent / "docs" / "notebooks"
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_rendered_copy_is_current(name):
+    """docs/notebooks/ holds each notebook executed, outputs included, for reading on the web;
+    a copy rendered from an older source (or none) fails: run `python notebooks/render.py`."""
+    from accel_sim.teaching import notebook_source_sha256
+
+    copy = RENDERED / name
+    assert copy.exists(), f"{copy} missing: run `python notebooks/render.py {name[:-6]}`"
+    rendered = nbformat.read(copy, as_version=4)
+    source = nbformat.read(NOTEBOOK_DIR / name, as_version=4)
+    assert rendered.metadata.get("accel_sim", {}).get("source_sha256") == notebook_source_sha256(
+        source.cells
+    ), f"{copy} is stale: run `python notebooks/render.py {name[:-6]}`"
+    outputs = [o for c in rendered.cells if c.cell_type == "code" for o in c.outputs]
+    assert any("image/png" in o.get("data", {}) for o in outputs), f"{copy} has no figures"
+    assert not any(o.get("output_type") == "error" for o in outputs), f"{copy} has errors"
