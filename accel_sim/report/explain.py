@@ -13,7 +13,7 @@ from accel_sim.dataflow.plan import MatmulOp
 from accel_sim.engine.chip import merge_factor, partition, reduce_cycles, scope, view_for
 from accel_sim.engine.des import simulate_program
 from accel_sim.engine.mapper import estimate, mapped_program
-from accel_sim.engine.mapping import OPERAND_DIMS
+from accel_sim.engine.mapping import OPERAND_DIMS, Mapping
 
 
 def _size(nbytes: float) -> str:
@@ -33,6 +33,7 @@ class Explanation:
     bound: str
     bound_cycles: int
     text: str
+    mapping: Mapping | None = None  # the chosen mapping (of the slowest core's part on a chip)
 
 
 def explain_matmul(arch: Arch, op: MatmulOp) -> Explanation:
@@ -61,7 +62,7 @@ def explain_matmul(arch: Arch, op: MatmulOp) -> Explanation:
     lines.append(f"  chip: {core.cycles + extra:,} cycles (slowest core"
                  + (" + reduction)" if extra else ")"))  # fmt: skip
     return Explanation(op.name, core.cycles + extra, core.twin_cycles + extra, core.bound,
-                       core.bound_cycles, "\n".join(lines))  # fmt: skip
+                       core.bound_cycles, "\n".join(lines), core.mapping)  # fmt: skip
 
 
 def _explain_core(arch: Arch, op: MatmulOp) -> Explanation:
@@ -115,4 +116,5 @@ def _explain_core(arch: Arch, op: MatmulOp) -> Explanation:
     if timing.stalls:
         top = sorted(timing.stalls.items(), key=lambda kv: -kv[1])[:3]
         lines.append("  stalls: " + ", ".join(f"{k} {v:,}" for k, v in top))
-    return Explanation(op.name, timing.cycles, twin, bound, bound_cycles, "\n".join(lines))
+    return Explanation(op.name, timing.cycles, twin, bound, bound_cycles, "\n".join(lines),
+                       mapping)  # fmt: skip
