@@ -130,7 +130,9 @@ def _cmd_run(args) -> int:
         print(summary_report(df, arch.clock_hz))
         print(f"\ntime = cycles / {arch.clock_hz / 1e9:g} GHz; vs w8a8 = W8A8 cycles ÷ cycles"
               + ("; rel. error = ‖Y − Y_fp32‖/‖Y_fp32‖ on the trace's held-out tokens, "
-                 "MAC-weighted mean" if trace else ""))  # fmt: skip
+                 "MAC-weighted mean (- = the trace stores none for that dataflow: OliVe and "
+                 "ANT are measured on its sample tensors only, accel-sim table ops-fig3)"
+                 if trace else ""))  # fmt: skip
         if args.per_gemm:
             print("\nper GEMM\n" + table_report(df))
         elif args.out is None:
