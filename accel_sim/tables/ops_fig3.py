@@ -310,13 +310,21 @@ def _notes(table: pd.DataFrame, sp: pd.DataFrame, bitslice: str | None) -> list[
             "bytes; the skip is decided on chip) and pays each fold's fixed cost (weight-slice "
             "load 4R + skew R + C − 2 cycles), most visible at BERT's 128 tokens")  # fmt: skip
         notes.append(
-            "still missing: OliVe/ANT errors over every GEMM of the traces (only the sample "
-            "tensors are shipped; a re-capture needs torch and the model packages), a τ grid "
-            "finer than the trace's (−1, 0, 1, 4, 16) for τ=auto, OPS errors on calibration "
-            "tokens (τ=auto selects on the held-out tokens it reports), set-level statistics "
-            "by column (set granularity assumes balanced columns: an upper bound) and "
-            "row-level ones (tile is a lower bound for a lockstep array); the comparisons' "
-            "energy on the bit-slice unit is not priced")  # fmt: skip
+            "a lockstep 1×128 array drops a row's work only when all 128 columns skip: "
+            "--knob ops.granularity=row uses the traces' row statistics (ops_skip.rows), between "
+            "set and tile")  # fmt: skip
+        notes.append(
+            "overlap: every plan's ops run on concurrent units (engine/schedule.py); on the "
+            "systolic and cube units OPS's comparator pass streams between its two slice "
+            "matmuls and W8A8's quantize runs beside its matmul, which moved the OPS rows of "
+            "the 32x32 array (e.g. BERT τ=0 1.567 → ~1.37 of INT16)")  # fmt: skip
+        notes.append(
+            "still missing: OliVe/ANT errors over every GEMM of the traces (their emulation "
+            "costs ~5–11 s per GEMM; the sample tensors are used), a τ grid finer than the "
+            "trace's (−1, 0, 1, 4, 16) for τ=auto, OPS errors on calibration tokens (τ=auto "
+            "selects on the held-out tokens it reports), set-level statistics by column (set "
+            "granularity assumes balanced columns: an upper bound); the comparisons' energy on "
+            "the bit-slice unit is not priced")  # fmt: skip
     return notes
 
 
