@@ -317,7 +317,7 @@ def _notes(table: pd.DataFrame, sp: pd.DataFrame, bitslice: str | None) -> list[
             "overlap: every plan's ops run on concurrent units (engine/schedule.py); on the "
             "systolic and cube units OPS's comparator pass streams between its two slice "
             "matmuls and W8A8's quantize runs beside its matmul, which moved the OPS rows of "
-            "the 32x32 array (e.g. BERT τ=0 1.567 → ~1.37 of INT16)")  # fmt: skip
+            "the 32x32 array (before/after in docs/engine.md, Overlap and fusion)")  # fmt: skip
         notes.append(
             "still missing: OliVe/ANT errors over every GEMM of the traces (their emulation "
             "costs ~5–11 s per GEMM; the sample tensors are used), a τ grid finer than the "
