@@ -199,14 +199,27 @@ def speedups(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def _progress(total: int):
+    """A tqdm bar on stderr when it is a terminal (disabled otherwise: logs stay clean)."""
+    import sys
+
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="ops-fig3", unit="model", leave=False,
+                disable=not sys.stderr.isatty())  # fmt: skip
+
+
 @register_table("ops-fig3", "OPS Fig. 3: normalized cycles of OliVe/ANT/OPS, INT16/W8A8/OSC/MUXQ")
 def build(arch: str = ARCH, models=MODELS, bitslice: str | None = BITSLICE) -> TableResult:
     archs = [arch] + ([bitslice] if bitslice else [])
     arch_objs = {a: load_arch(a) for a in archs}
     rows = []
-    for a in archs:
-        for label, model, tokens, trace in models:
+    work = [(a, m) for a in archs for m in models]
+    with _progress(len(work)) as bar:  # ~1 min: a bar on a terminal (stderr), nothing otherwise
+        for a, (label, model, tokens, trace) in work:
+            bar.set_postfix_str(f"{label} on {a}")
             rows += _rows(a, arch_objs[a], label, model, tokens, trace)
+            bar.update()
     table = pd.DataFrame(rows)
     for col in ("norm_cycles", "norm_linear", "set_skip", "tile_skip"):
         table[col] = table[col].round(4)
