@@ -30,6 +30,7 @@ NOTEBOOKS = [
     "04_muxq_vs_llm_int8.ipynb",
     "05_ops_early_bird.ipynb",
     "06_timeline.ipynb",
+    "07_capstone.ipynb",
     "08_energy_and_design_space.ipynb",
 ]
 CELL_TIMEOUT_S = 120
