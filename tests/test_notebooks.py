@@ -4,6 +4,8 @@ Each notebook runs from a temporary copy (so nothing is written next to the comm
 with the ``python3`` kernel and a per-cell timeout; it must finish without errors and render at
 least one figure (an ``image/png`` output). The committed notebooks carry no outputs.
 
+The executions are marked ``notebooks`` (a CI step of their own, ``pytest -m notebooks``, so
+that plain ``pytest`` stays within a few minutes); the checks of the committed files are not.
 Notebooks with exercises (code cells tagged ``exercise`` with an ``exercise_id``) are run a
 second time with the worked answers of ``notebooks/solutions/<notebook>.py`` filled in and
 ``ACCEL_SIM_STRICT_CHECKS=1``, so every ``accel_sim.teaching.check`` must pass: a solution that
@@ -68,6 +70,7 @@ def _exercise_cells(nb):
     return [c for c in nb.cells if "exercise" in c.metadata.get("tags", [])]
 
 
+@pytest.mark.notebooks
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_executes(name, tmp_path):
     copy = tmp_path / name
@@ -102,6 +105,7 @@ def test_every_exercise_has_a_solution():
             assert "= None" in cell.source, f"{name}: exercise {ex!r} should start unanswered"
 
 
+@pytest.mark.notebooks
 @pytest.mark.parametrize("name", WITH_EXERCISES)
 def test_notebook_solutions_pass_their_checks(name, tmp_path, monkeypatch):
     """The worked answers, filled into the exercise cells, pass every check strictly."""
