@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pytest
 
-nbformat = pytest.importorskip("nbformat")
-nbclient = pytest.importorskip("nbclient")
-pytest.importorskip("ipykernel")
+_DEV = "needs the [dev] extra (pip install -e '.[dev]'), which CI installs"
+nbformat = pytest.importorskip("nbformat", reason=_DEV)
+nbclient = pytest.importorskip("nbclient", reason=_DEV)
+pytest.importorskip("ipykernel", reason=_DEV)
 
 NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
 NOTEBOOKS = [

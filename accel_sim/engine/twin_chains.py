@@ -167,26 +167,10 @@ def _store_bound(program: Program, fill: int, ports: dict | None = None) -> int:
     if program.op.epilogue_ops_per_output:
         lanes = arch.vector.bytes_per_cycle // 2
         done += math.ceil(closing.outputs * program.op.epilogue_ops_per_output / lanes)
-    arrival = _arrivals(program, closing, done)
+    arrival: dict = {}
+    _way_out(program, closing, done, {}, arrival)  # the first tile's way out queues on nothing
     bound = 0
     for port, store in stores.items():
         if store:
             bound = max(bound, arrival.get(port, done) + store, loads.get(port, 0) + store)
     return bound
-
-
-def _arrivals(program: Program, step, start: int) -> dict:
-    """When an output tile closed by ``step`` at ``start`` reaches each port of its way out (no
-    queueing: the first tile's way out is free)."""
-    mem, t, arrival = program.memory, start, {}
-    c_chain = _chain(program, "C")
-    for k, j in enumerate(c_chain):
-        link, nbytes = program.links[j], step.link_bytes[j]
-        if not nbytes:
-            continue
-        for port, _ in mem.port_cycles(link.src, link.dst, nbytes):
-            arrival.setdefault(port, t)
-        t += mem.transfer_cycles(link.src, link.dst, nbytes)
-        if k < len(c_chain) - 1:
-            t += mem.latency(link.src)
-    return arrival

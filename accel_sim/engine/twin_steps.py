@@ -221,9 +221,11 @@ def _epilogue(program: Program, outputs: int) -> int:
     return math.ceil(outputs * program.op.epilogue_ops_per_output / lanes)
 
 
-def _way_out(program: Program, step, start: int, free: dict) -> int:
+def _way_out(program: Program, step, start: int, free: dict,
+             arrival: dict | None = None) -> int:  # fmt: skip
     """When an output tile closed by ``step`` at ``start`` (its epilogue done) has left through
-    every C hop, queueing on ports busy until ``free`` (updated)."""
+    every C hop, queueing on ports busy until ``free`` (updated); ``arrival``, if given, gets
+    the time the tile reaches each port of its way."""
     mem = program.memory
     t = start
     c_chain = _chain(program, "C")
@@ -233,6 +235,9 @@ def _way_out(program: Program, step, start: int, free: dict) -> int:
             continue
         ports = mem.port_cycles(link.src, link.dst, nbytes)
         t = max(t, *(free.get(p, t) for p, _ in ports))
+        if arrival is not None:
+            for p, _ in ports:
+                arrival.setdefault(p, t)
         for p, cycles in ports:
             free[p] = t + cycles
         t += mem.transfer_cycles(link.src, link.dst, nbytes)
