@@ -240,6 +240,31 @@ def _simulate(arch: Arch, gemm: Gemm, dataflow: str, knobs, stats, engine: str,
     return out, plan, result
 
 
+def _as_lists(gemms, dataflows, knobs, where: str, tuple_is_gemm: bool) -> tuple:
+    """The batch entry points' GEMMs and dataflows as lists (a single one taken as a list of
+    one; with ``tuple_is_gemm`` an ``(M, K, N)`` tuple is one GEMM), and their knobs checked to
+    be a mapping dataflow → knobs."""
+    one_tuple = (tuple_is_gemm and isinstance(gemms, tuple) and len(gemms) == 3
+                 and all(isinstance(x, int) for x in gemms))  # fmt: skip
+    if isinstance(gemms, str | Gemm) or one_tuple:
+        gemms = [gemms]
+    if isinstance(dataflows, str):
+        dataflows = [dataflows]
+    if knobs is not None and not isinstance(knobs, Mapping):
+        raise UserInputError(where, f"knobs must map dataflow → knobs, got {_clip(knobs)}", "knobs")
+    return gemms, dataflows
+
+
+def _loaded(arch, gemms, dataflows, where: str) -> tuple[Arch, list[Gemm], list[str]]:
+    """The architecture loaded and the GEMMs parsed; at least one GEMM and one dataflow."""
+    arch = load_arch(arch)
+    gemms = [_as_gemm(g) for g in gemms]
+    flows = list(dataflows)
+    if not gemms or not flows:
+        raise UserInputError(where, "needs at least one GEMM and one dataflow")
+    return arch, gemms, flows
+
+
 def simulate_timeline(
     arch: Arch | str | Path,
     gemms: Iterable[Gemm | str | tuple] | Gemm | str,
@@ -262,22 +287,11 @@ def simulate_timeline(
 
     where = "simulate_timeline()"
     _check_overlap(overlap, where)
-    if isinstance(gemms, str | Gemm) or (
-        isinstance(gemms, tuple) and len(gemms) == 3 and all(isinstance(x, int) for x in gemms)
-    ):
-        gemms = [gemms]
-    if isinstance(dataflows, str):
-        dataflows = [dataflows]
-    if knobs is not None and not isinstance(knobs, Mapping):
-        raise UserInputError(where, f"knobs must map dataflow → knobs, got {_clip(knobs)}", "knobs")
+    gemms, dataflows = _as_lists(gemms, dataflows, knobs, where, tuple_is_gemm=True)
     limit = MAX_EVENTS if max_events is None else max_events
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 16:
         raise UserInputError(where, f"max_events must be an integer ≥ 16, got {_clip(limit)}")
-    arch = load_arch(arch)
-    gemms = [_as_gemm(g) for g in gemms]
-    flows = list(dataflows)
-    if not gemms or not flows:
-        raise UserInputError(where, "needs at least one GEMM and one dataflow")
+    arch, gemms, flows = _loaded(arch, gemms, dataflows, where)
     for flow in flows:
         _check_call(flow, (knobs or {}).get(flow), None, "des", where)
     recorder = Recorder(limit)
@@ -326,17 +340,8 @@ def simulate_many(
     :func:`simulate`."""
     where = "simulate_many()"
     _check_overlap(overlap, where)
-    if isinstance(gemms, str | Gemm):
-        gemms = [gemms]
-    if isinstance(dataflows, str):
-        dataflows = [dataflows]
-    if knobs is not None and not isinstance(knobs, Mapping):
-        raise UserInputError(where, f"knobs must map dataflow → knobs, got {_clip(knobs)}", "knobs")
-    arch = load_arch(arch)
-    gemms = [_as_gemm(g) for g in gemms]
-    flows = list(dataflows)
-    if not gemms or not flows:
-        raise UserInputError(where, "needs at least one GEMM and one dataflow")
+    gemms, dataflows = _as_lists(gemms, dataflows, knobs, where, tuple_is_gemm=False)
+    arch, gemms, flows = _loaded(arch, gemms, dataflows, where)
     for flow in flows:
         _check_call(flow, None, None, engine, where)  # flow is a str from here on
         _check_call(flow, (knobs or {}).get(flow), None, engine, where)
