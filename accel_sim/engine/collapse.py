@@ -1,6 +1,6 @@
 """The DES's exact steady-state collapse (mixed into ``des._Engine``).
 
-**Exact steady-state collapse**: after every step (every sweep of a short innermost loop) the
+**Exact steady-state collapse**: every few steps (every sweep of a short innermost loop) the
 engine takes a signature of the whole state relative to the current step and time (process
 positions, pending events with their relative times and order, queue contents, slot levels, port
 holders). When a signature repeats P steps later and the program's step classes repeat with period

@@ -20,7 +20,7 @@ time not spent busy is a stall, attributed when it starts to the outermost hop t
 not crossed yet (``load:HBM->L2``), to output back-pressure (``store:...``), or to the final
 ``drain``.
 
-**Exact steady-state collapse** (``collapse.py``): after every step (or every sweep of a short
+**Exact steady-state collapse** (``collapse.py``): every ``STRIDE`` steps (or every sweep of a short
 innermost loop) the engine fingerprints its whole state relative to the current step and time;
 when the state repeats and the program's step classes repeat with it, it advances every
 process, event and counter by whole periods at once. This is exact; ``collapse=False`` checks it.
@@ -44,6 +44,9 @@ from accel_sim.engine.program import Program
 
 #: Steps a stage may run ahead of its consumer (token queue depth; an assumption).
 QUEUE_DEPTH = 16
+#: Steps between fingerprints inside a long innermost loop (a speed knob; results do not depend
+#: on it: ``tests/test_collapse_fuzz.py``).
+STRIDE = 8
 
 
 @dataclass(frozen=True)
@@ -292,9 +295,14 @@ class _Engine(Collapse):
         self.end_of_compute = 0
         # fingerprints are taken at the start of each sweep of the innermost iterating loop
         # when that loop is short (periods are whole sweeps there); inside a long loop the
-        # steady state repeats step by step, so every step is fingerprinted
+        # steady state repeats step by step, so a fingerprint is taken every STRIDE steps (the
+        # largest divisor of the loop's length up to STRIDE, so that whole sweeps stay
+        # multiples of it). When fingerprints are taken changes only where a jump starts, never
+        # its result (every jump is exact), so the stride trades a few simulated steps for
+        # fewer fingerprints.
         group = next((n for n in reversed(program.count) if n > 1), 1)
-        self.group = group if group <= 64 else 1
+        stride = max(d for d in range(1, STRIDE + 1) if group % d == 0)
+        self.group = group if group <= 64 else stride
         self._build()
 
     def _store(self) -> simpy.Store:
