@@ -2,7 +2,7 @@
 type, fingerprints, wall time per simulated step, and how many simulated steps lie in stretches
 where the collapse waits for a drifting lead (docs/engine.md, "What still costs time").
 
-Run: ``python benchmarks/bench_des_steps.py [--m 16 64 256 1024 2048]``. Counts are exact and
+Run: ``python benchmarks/bench_des_steps.py [--m 16 64 256 1024 2048] [--stride 8]``. Counts are exact and
 machine-independent; the microseconds depend on the machine (run it on a quiet one).
 
 A *lead-growth stretch* is a whole innermost sweep (one output tile's steps), simulated step by
@@ -76,7 +76,11 @@ def _growth_steps(marks: list) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--m", type=int, nargs="+", default=[16, 64, 256, 1024, 2048])
+    parser.add_argument("--stride", type=int, default=des.STRIDE,
+                        help=f"steps between fingerprints in long loops (default {des.STRIDE}; "
+                             "1 = every step, as before; results are identical)")  # fmt: skip
     args = parser.parse_args()
+    des.STRIDE = args.stride
     arch = load_arch("ascend_like_cube")
     simulate(arch, (64, 512, 512), "w8a8")  # warm up (numba, imports) before counting
     _instrument()
