@@ -2,8 +2,9 @@
 type, fingerprints, wall time per simulated step, and how many simulated steps lie in stretches
 where the collapse waits for a drifting lead (docs/engine.md, "What still costs time").
 
-Run: ``python benchmarks/bench_des_steps.py [--m 16 64 256 1024 2048] [--stride 8]``. Counts are exact and
-machine-independent; the microseconds depend on the machine (run it on a quiet one).
+Run: ``python benchmarks/bench_des_steps.py [--m 16 64 256 1024 2048] [--stride 8]``. Counts
+are exact and machine-independent; the microseconds depend on the machine (run it on a quiet
+one).
 
 A *lead-growth stretch* is a whole innermost sweep (one output tile's steps), simulated step by
 step, between whose start and end no process fell back relative to the compute step and at least
