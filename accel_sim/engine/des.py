@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 import simpy
 
+from accel_sim.engine import simpy_adapter
 from accel_sim.engine.collapse import Collapse
 from accel_sim.engine.program import Program
 
@@ -146,7 +147,7 @@ class _Mover(_Proc):
             if cycles > elapsed:
                 yield self.env.timeout(cycles - elapsed)
                 elapsed = cycles
-            ports[i][1].release(held[i])
+            simpy_adapter.release(ports[i][1], held[i])
         if rec is not None:
             self.rec_end()
 
@@ -178,7 +179,7 @@ class _Mover(_Proc):
                 yield from self._transfer(nbytes)
                 ready = env.now + self.latency
             if self.up_slots is not None and (self.is_output or step.closes_src[self.j]):
-                self.up_slots.put(1)
+                simpy_adapter.put_slot(self.up_slots)
             if self.out_store is not None:
                 self.phase = "put"
                 yield self.out_store.put((self.idx, ready))
@@ -234,7 +235,7 @@ class _Compute(_Proc):
                               step.closes_accumulator)  # fmt: skip
             for slots, closes in zip(self.input_slots, step.closes_l0):
                 if closes:
-                    slots.put(1)
+                    simpy_adapter.put_slot(slots)
             if step.closes_accumulator:
                 self.phase = "put"
                 yield self.out_store.put((self.idx, env.now))
