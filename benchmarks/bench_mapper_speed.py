@@ -25,7 +25,7 @@ import time
 from dataclasses import replace
 
 from accel_sim.arch.load import arch_from_dict, load_arch
-from accel_sim.dataflow.plan import MatmulOp
+from accel_sim.dataflow.plan import MatmulOp, Scales
 from accel_sim.dataflow.registry import get_dataflow
 from accel_sim.engine import mapper
 from accel_sim.engine.agreement import grid_ops, more_hardware
@@ -76,7 +76,8 @@ def reference_ops(n: int, seed: int) -> list[tuple[str, object, MatmulOp]]:
                 sa, sb = rng.choice((0.0, 16.0, 32.0)), rng.choice((0.0, 16.0, 32.0))
             op = MatmulOp("ref", M, K, N, prec, a, b, rng.choice((16.0, 32.0)),
                           epilogue_ops_per_output=rng.choice((0.0, 1.0)), count=count,
-                          a_scale_bits_per_row=sa, b_scale_bits_per_col=sb)  # fmt: skip
+                          a_scales=Scales(sa) if sa else None,
+                          b_scales=Scales(sb) if sb else None)  # fmt: skip
             add(label, arch, op)
     for arch_name, flow, arch, op in grid_ops(seed, n, archs=ARCHS, top=8192):
         add(f"{arch_name}/{flow}", arch, op)

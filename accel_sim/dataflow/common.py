@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
-from accel_sim.dataflow.plan import MatmulOp, VectorOp
+import math
+
+from accel_sim.dataflow.plan import MatmulOp, Scales, VectorOp
 from accel_sim.errors import UserInputError
 from accel_sim.workload.gemm import Gemm
 
 FP16_BYTES = 2
 #: An FP32 scale per row (per-token) or column (per-channel): a metadata stream of the matmul
-#: (``MatmulOp.a_scale_bits_per_row`` / ``b_scale_bits_per_col``), not bits inside its tiles.
-PER_CHANNEL_SCALE_BITS = 32
+#: (``MatmulOp.a_scales`` / ``b_scales``, read once per output tile), not bits inside its tiles.
+PER_CHANNEL_SCALES = Scales(32)
+#: Block-scaled formats as (element bits, block-scale stream): MX (OCP MX v1.0) has an 8-bit
+#: E8M0 scale per 32 elements along K, NVFP4 an 8-bit E4M3 scale per 16 (its one FP32
+#: per-tensor scale is not charged). MXFP4 moves 4 + 8/32 = 4.25 bits per element in all.
+BLOCK_FORMATS = {"mxfp4": (4, Scales(8, 32)), "nvfp4": (4, Scales(8, 16)),
+                 "mxfp8": (8, Scales(8, 32))}  # fmt: skip
+
+
+def block_format_bytes(fmt: str, rows: int, k: int) -> int:
+    """Bytes of a rows×k matrix in block format ``fmt`` (blocks along k): elements plus scales."""
+    bits, scales = BLOCK_FORMATS[fmt]
+    return math.ceil(rows * k * bits / 8) + scales.bytes(rows, k)
 
 
 #: ``fusion`` knob values: how the passes over X join the matmul that consumes them

@@ -16,7 +16,7 @@ from __future__ import annotations
 from accel_sim.dataflow.base import register
 from accel_sim.dataflow.common import (
     FP16_BYTES,
-    PER_CHANNEL_SCALE_BITS,
+    PER_CHANNEL_SCALES,
     absmax_pass,
     quantize_pass,
 )
@@ -45,7 +45,7 @@ def build(gemm, arch, stats, knobs) -> Plan:
     ops += [absmax_pass(gemm), quantize_pass(gemm, 8)]
     ops.append(MatmulOp("int8_part", gemm.M, gemm.K, gemm.N, "int8", 8,
                         8, 16, epilogue_ops_per_output=2.0, count=gemm.count,
-                        b_scale_bits_per_col=PER_CHANNEL_SCALE_BITS))  # fmt: skip
+                        b_scales=PER_CHANNEL_SCALES))  # fmt: skip
     if n_out and arch.compute.rates.get("fp16"):
         ops.append(MatmulOp("fp16_outliers", gemm.M, n_out, gemm.N, "fp16", 16, 16, 16,
                             epilogue_ops_per_output=1.0, count=gemm.count))  # fmt: skip

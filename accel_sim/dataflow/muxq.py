@@ -25,7 +25,7 @@ from __future__ import annotations
 from accel_sim.dataflow.base import register
 from accel_sim.dataflow.common import (
     FP16_BYTES,
-    PER_CHANNEL_SCALE_BITS,
+    PER_CHANNEL_SCALES,
     absmax_pass,
     quantize_pass,
 )
@@ -66,14 +66,14 @@ def build(gemm, arch, stats, knobs) -> Plan:
     if knobs["fused"] or not n_out:
         ops.append(MatmulOp("body_aux_fused", gemm.M, gemm.K + n_out, gemm.N, "int8", 8, w_bits,
                             16, epilogue_ops_per_output=2.0, count=gemm.count,
-                            b_scale_bits_per_col=PER_CHANNEL_SCALE_BITS))  # fmt: skip
+                            b_scales=PER_CHANNEL_SCALES))  # fmt: skip
     else:
         ops.append(MatmulOp("body", gemm.M, gemm.K, gemm.N, "int8", 8, w_bits, 16,
                             epilogue_ops_per_output=2.0, count=gemm.count,
-                            b_scale_bits_per_col=PER_CHANNEL_SCALE_BITS))  # fmt: skip
+                            b_scales=PER_CHANNEL_SCALES))  # fmt: skip
         ops.append(MatmulOp("aux", gemm.M, n_out, gemm.N, "int8", 8, w_bits, 16,
                             epilogue_ops_per_output=scale_ops, count=gemm.count,
-                            b_scale_bits_per_col=PER_CHANNEL_SCALE_BITS))  # fmt: skip
+                            b_scales=PER_CHANNEL_SCALES))  # fmt: skip
     notes = (f"outlier channels n_out={n_out} ({source})",)
     names = [op.name for op in ops]
     edges = [Edge("detect_outliers", "quantize", streamed=False)]

@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 
 from accel_sim.dataflow.base import register
-from accel_sim.dataflow.common import FP16_BYTES, PER_CHANNEL_SCALE_BITS
+from accel_sim.dataflow.common import FP16_BYTES, PER_CHANNEL_SCALES
 from accel_sim.dataflow.plan import MatmulOp, Plan, VectorOp
 from accel_sim.errors import UserInputError
 
@@ -88,7 +88,7 @@ def matmul(gemm, bits: int, name: str, decode: str | None) -> MatmulOp:
     per-channel W scales, 1-multiply dequantize."""
     return MatmulOp(name, gemm.M, gemm.K, gemm.N, f"int{bits}", bits, bits, 16,
                     epilogue_ops_per_output=1.0, count=gemm.count,
-                    b_scale_bits_per_col=PER_CHANNEL_SCALE_BITS, decode=decode)  # fmt: skip
+                    b_scales=PER_CHANNEL_SCALES, decode=decode)  # fmt: skip
 
 
 def _error_key(knobs, gemm) -> str:

@@ -3,8 +3,10 @@
 A dataflow lowers a :class:`~accel_sim.workload.gemm.Gemm` into a :class:`Plan`: its operations and
 the dependencies between them (docs/dataflows.md), each operation on one unit (:func:`unit_of`):
 
-* :class:`MatmulOp` — a matmul on the matrix unit at one precision, with operand widths in *bits
-  per element including their scales* (MXFP4 = 4 + 8/32 = 4.25 bits), so scale traffic is counted;
+* :class:`MatmulOp` — a matmul on the matrix unit at one precision, with operand widths in pure
+  *bits per element* (MXFP4 = 4) and each operand's scales as a metadata stream of its own
+  (:class:`Scales`: per-token/per-channel scales, MX/NVFP4 block scales), so scale traffic is
+  counted where it travels;
 * :class:`VectorOp` — element-wise work on the vector unit (absmax, quantize, dequantize, gather);
 * :class:`ComparatorOp` — OPS's early-bird comparisons;
 * :class:`TransferOp` — extra bytes moved from DRAM (lookup tables, index lists).
@@ -20,7 +22,9 @@ behaviour, docs/engine.md "Overlap and fusion").
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from accel_sim.arch.schema import PRECISIONS
 from accel_sim.errors import UserInputError
@@ -34,16 +38,50 @@ ELEMENT_BITS = {
 
 
 @dataclass(frozen=True)
+class Scales:
+    """A metadata stream: the scales of one matmul operand, one per row of A (column of B) per
+    ``block`` elements of K.
+
+    Attributes:
+        bits: bits per scale (32: an FP32 per-token/per-channel scale; 8: an MX E8M0 or NVFP4
+            E4M3 block scale; an average, possibly a ``Fraction``, where a fused op spreads a
+            format's scales over a longer K).
+        block: elements of K that share a scale (MX: 32, NVFP4: 16); 0: one scale per row of A
+            (per-token) or column of B (per-channel) for the whole K, applied in the epilogue.
+
+    How each kind travels (docs/engine.md, "Metadata streams"): a block scale is needed inside
+    the K reduction, so it goes wherever its tile goes (every hop, every buffer, the unit's
+    reads); an epilogue scale (``block == 0``) is read from DRAM once per output tile.
+    """
+
+    bits: float | Fraction
+    block: int = 0
+
+    def blocks(self, k: int, tk: int | None = None) -> int:
+        """Scales per row of A (column of B) for ``k`` elements of K held as step tiles ``tk``
+        deep (default: one tile): ``ceil(tk / block)`` per tile, since a block cut by a tile
+        edge travels with both tiles; 1 for an epilogue scale."""
+        if not self.block:
+            return 1
+        full, rest = divmod(k, tk or k)
+        return full * math.ceil((tk or k) / self.block) + math.ceil(rest / self.block)
+
+    def bytes(self, lines: int, k: int, tk: int | None = None) -> int:
+        """Bytes of the scales of ``lines`` rows of A (columns of B) over ``k`` elements of K
+        (:meth:`blocks`), rounded up to whole bytes."""
+        return math.ceil(lines * self.blocks(k, tk) * self.bits / 8)
+
+
+@dataclass(frozen=True)
 class MatmulOp:
     """``C[M×N] (+)= A[M×K] · B[K×N]`` on the matrix unit.
 
     Attributes:
         precision: the rate-table key the unit runs at (``fp16``, ``int8``, ``fp4``...).
-        a_bits, b_bits: stored bits per element of A and B (block scales of MX formats
-            included; per-row/per-column scales are not: see below).
-        a_scale_bits_per_row, b_scale_bits_per_col: metadata streams: bits of scale per row of
-            A (per-token) and per column of B (per-channel). They travel as their own small
-            stream with the output tile's first K step, not inside the operand tiles.
+        a_bits, b_bits: stored bits per element of A and B, scales excluded (MXFP4: 4).
+        a_scales, b_scales: the operands' metadata streams (:class:`Scales`), or None: per-token
+            scales of A / per-channel scales of B (``block == 0``), or block scales along K
+            (MX, NVFP4). They are bytes of their own beside the operand tiles.
         c_bits: bits per element of the result written out (accumulators stay on chip).
         accumulator_bits: bits per element of the on-chip accumulator (capacity only).
         epilogue_ops_per_output: vector-unit element operations per output element done as
@@ -65,8 +103,8 @@ class MatmulOp:
     accumulator_bits: int = 32
     epilogue_ops_per_output: float = 0.0
     count: int = 1
-    a_scale_bits_per_row: float = 0.0
-    b_scale_bits_per_col: float = 0.0
+    a_scales: Scales | None = None
+    b_scales: Scales | None = None
     decode: str | None = None
 
     def __post_init__(self) -> None:
@@ -81,6 +119,10 @@ class MatmulOp:
     @property
     def macs(self) -> int:
         return self.M * self.K * self.N * self.count
+
+    def scales(self, operand: str) -> Scales | None:
+        """The metadata stream of operand ``A`` or ``B`` (None for ``C`` or none)."""
+        return {"A": self.a_scales, "B": self.b_scales}.get(operand)
 
 
 @dataclass(frozen=True)

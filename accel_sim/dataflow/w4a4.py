@@ -33,7 +33,7 @@ GPU proxy they stay separate kernels, one after another.
 from __future__ import annotations
 
 from accel_sim.dataflow.base import register
-from accel_sim.dataflow.common import PER_CHANNEL_SCALE_BITS, hadamard_passes, static_quantize_pass
+from accel_sim.dataflow.common import PER_CHANNEL_SCALES, hadamard_passes, static_quantize_pass
 from accel_sim.dataflow.plan import MatmulOp, Plan, VectorOp, streamed
 from accel_sim.errors import UserInputError
 
@@ -58,7 +58,7 @@ def build(gemm, arch, stats, knobs) -> Plan:
         ops.append(static_quantize_pass(gemm, 4))
     ops.append(MatmulOp("matmul", gemm.M, gemm.K, gemm.N, "int4", 4, 4, 16,
                         epilogue_ops_per_output=1.0 if quantize else 2.0, count=gemm.count,
-                        b_scale_bits_per_col=PER_CHANNEL_SCALE_BITS))  # fmt: skip
+                        b_scales=PER_CHANNEL_SCALES))  # fmt: skip
     if r3 and gemm.kind == "attn_in":
         if gemm.N % r3:
             raise UserInputError("knobs", f"r3_head_dim {r3} does not divide the GEMM's N = "

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from accel_sim.dataflow.base import register
 from accel_sim.dataflow.common import (
-    PER_CHANNEL_SCALE_BITS,
+    PER_CHANNEL_SCALES,
     absmax_pass,
     fused_pass,
     fusion,
@@ -47,7 +47,7 @@ def _matmul(gemm, knobs) -> MatmulOp:
         fmt,
         a_bits=8,
         b_bits=8,
-        b_scale_bits_per_col=PER_CHANNEL_SCALE_BITS,
+        b_scales=PER_CHANNEL_SCALES,
         c_bits=16,
         epilogue_ops_per_output=2.0,
         count=gemm.count,

@@ -28,7 +28,7 @@ from accel_sim.arch.units.base import StepTile
 from accel_sim.dataflow.plan import MatmulOp
 from accel_sim.engine.counts import ActionCounts
 from accel_sim.engine.memory import MemorySystem
-from accel_sim.engine.program import matmul_efficiency
+from accel_sim.engine.program import matmul_efficiency, scale_bytes, tile_bytes
 
 #: Dimensions a matmul is split along, in the order of :attr:`Partition.grid`.
 DIMS = ("count", "M", "N", "K")
@@ -207,11 +207,12 @@ def reduce_cycles(arch: Arch, op: MatmulOp, gk: int, active: int) -> tuple[int, 
 
 
 def _operand_bytes(op: MatmulOp, M: int, N: int, K: int) -> tuple[int, int, int]:
-    """Bytes of A, B and C of ``op``'s ``M×K×N`` part (all instances; scale streams with A, B)."""
-    a = M * K * op.a_bits + M * op.a_scale_bits_per_row
-    b = K * N * op.b_bits + N * op.b_scale_bits_per_col
-    c = M * N * (op.accumulator_bits if K < op.K else op.c_bits)
-    return tuple(math.ceil(op.count * v / 8) for v in (a, b, c))
+    """Bytes of A, B and C of ``op``'s ``M×K×N`` part (all instances; A and B with their scale
+    streams, each scale once)."""
+    a = tile_bytes(M, K, op.a_bits) + scale_bytes(op, "A", M, K)
+    b = tile_bytes(K, N, op.b_bits) + scale_bytes(op, "B", K, N)
+    c = tile_bytes(M, N, op.accumulator_bits if K < op.K else op.c_bits)
+    return a * op.count, b * op.count, c * op.count
 
 
 def _roles(arch: Arch) -> list[tuple[int, bool, tuple[tuple[int, bool, bool], ...]]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from accel_sim.engine.program import Program
+from accel_sim.engine.program import Program, operand_bytes, tile_bytes
 
 
 @dataclass
@@ -44,7 +44,9 @@ class ActionCounts:
 def matmul_counts(program: Program) -> ActionCounts:
     """Exact counts of one matmul: transfers over every hop, plus the compute unit's own reads of
     its innermost A/B buffers (each step reads its tiles once) and accumulator read-modify-writes
-    in the innermost C level (a read except on the first k-step, a write every step). With
+    in the innermost C level (a read except on the first k-step, a write every step). Scale
+    streams are in both: in the hops' bytes (``Program.link_bytes``) and, for block scales, in
+    the unit's reads of its tiles (:func:`~accel_sim.engine.program.operand_bytes`). With
     ``op.decode``, every element of those A and B reads is decoded once as it enters the array."""
     arch, op = program.arch, program.op
     counts = ActionCounts()
@@ -57,17 +59,14 @@ def matmul_counts(program: Program) -> ActionCounts:
     for code, n in program.multiplicity.items():
         ext = program.extents(code)
         a_elements, b_elements = ext["m"] * ext["k"], ext["k"] * ext["n"]
-        counts.bytes_read[l0["A"]] += n * _bytes(a_elements, op.a_bits)
-        counts.bytes_read[l0["B"]] += n * _bytes(b_elements, op.b_bits)
+        counts.bytes_read[l0["A"]] += n * operand_bytes(op, "A", ext["m"], ext["k"])
+        counts.bytes_read[l0["B"]] += n * operand_bytes(op, "B", ext["k"], ext["n"])
         if op.decode is not None:
             counts.decodes[op.decode] += n * (a_elements + b_elements)
-        acc = _bytes(ext["m"] * ext["n"], acc_bits)
+        acc = tile_bytes(ext["m"], ext["n"], acc_bits)
         counts.bytes_written[l0["C"]] += n * acc
         if not program.class_of(code).opens_accumulator:
             counts.bytes_read[l0["C"]] += n * acc
     counts.vector_ops += op.M * op.N * op.count * op.epilogue_ops_per_output
     return counts
 
-
-def _bytes(elements: int, bits: float) -> int:
-    return -(-int(elements * bits) // 8)

@@ -65,14 +65,16 @@ def _shortlist(space: _Space) -> list[tuple]:
     come later). The shortlist is the one a search of every candidate would give: the
     enumeration key (tile, order, block) orders candidates as the plain enumeration does."""
     costs = [_tile_costs(space, tile) for tile in _tiles(space)]
-    # every operand crosses from DRAM at least once: no candidate moves fewer DRAM bytes
-    least_dram = space.total["A"] + space.total["B"] + space.c_dram
     best: dict[int, tuple] = {}  # tile index -> (rank, key, loops, choices) of its best one
     for t in sorted(range(len(costs)), key=lambda t: (costs[t].bound, t)):
         if len(best) >= RESCORE:
             cutoff = sorted(e[0][0] for e in best.values())[RESCORE - 1]
             if costs[t].bound > cutoff:
                 break
+        # every operand crosses from DRAM at least once (in this tile's K depth, which sets
+        # its block scales): no candidate of the tile moves fewer DRAM bytes
+        tk = costs[t].tile.tk
+        least_dram = space.total("A", tk) + space.total("B", tk) + space.c_dram
         for j, loops in enumerate(_nests(space, costs[t])):
             scored = _evaluate(space, costs[t], loops)
             if scored is not None:

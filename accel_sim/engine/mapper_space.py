@@ -20,7 +20,7 @@ from accel_sim.arch.units.base import StepTile
 from accel_sim.dataflow.plan import MatmulOp
 from accel_sim.engine.mapping import OPERAND_DIMS, Loop, Mapping, nest, positions
 from accel_sim.engine.memory import MemorySystem
-from accel_sim.engine.program import Program, step_busy_cycles, tile_bytes
+from accel_sim.engine.program import Program, operand_bytes, step_busy_cycles, tile_bytes
 from accel_sim.engine.twin import twin_cycles
 
 #: Simulation cost in the objective: a mapping's cycles count ``× (1 + steps / STEP_WEIGHT)``,
@@ -59,7 +59,6 @@ class _Space:
         self.unit = arch.compute
         self.rate = self.unit.rate(op.precision, arch.origin, op.name)
         self.size = {"b": op.count, "m": op.M, "k": op.K, "n": op.N}
-        self.bits = {"A": op.a_bits, "B": op.b_bits, "C": op.c_bits}
         idx = self.memory.index
         self.path = {x: [idx[lv.name] for lv in arch.path(x)] for x in "ABC"}
         self.inner = {x: self.path[x][-1] for x in "ABC"}
@@ -71,9 +70,9 @@ class _Space:
                                      for x in "AB"))
             for i, lv in enumerate(arch.memory[1:], start=1)]  # fmt: skip
         mem = self.memory
-        #: bytes of each input operand (all instances) and its hops, outermost first
-        self.total = {x: tile_bytes(op.M, op.K, op.a_bits) * op.count if x == "A" else
-                      tile_bytes(op.K, op.N, op.b_bits) * op.count for x in "AB"}  # fmt: skip
+        #: per (input operand, step tile depth): its bytes, all instances (:meth:`total`)
+        self._total: dict[tuple[str, int], int] = {}
+        #: each input operand's hops, outermost first
         self.hops = {x: list(zip(self.path[x], self.path[x][1:])) for x in "AB"}
         #: on-chip levels staging A or B, outermost first, as (level, operands), and the
         #: bandwidth (bytes/cycle) of each operand's hop into each of them
@@ -96,12 +95,26 @@ class _Space:
             for port, cycles in mem.port_cycles(src, dst, c_bytes):
                 self.c_busy[port] = self.c_busy.get(port, 0) + cycles
 
+    def total(self, operand: str, tk: int) -> int:
+        """Bytes of input ``operand`` (all instances, block scales included) as it crosses a
+        hop once in step tiles ``tk`` deep."""
+        key = (operand, tk)
+        if key not in self._total:
+            d0, d1 = OPERAND_DIMS[operand]
+            size = self.size
+            self._total[key] = self.op.count * operand_bytes(self.op, operand, size[d0],
+                                                             size[d1], tk)  # fmt: skip
+        return self._total[key]
+
     def tile_bytes(self, operand: str, tile: StepTile, innermost: bool) -> int:
+        """Bytes of one step tile of ``operand`` (clipped to the GEMM, block scales included;
+        the accumulator width for C in its innermost level)."""
         ext = {"m": min(tile.tm, self.op.M), "k": min(tile.tk, self.op.K),
                "n": min(tile.tn, self.op.N)}  # fmt: skip
         d0, d1 = OPERAND_DIMS[operand]
-        bits = self.op.accumulator_bits if operand == "C" and innermost else self.bits[operand]
-        return tile_bytes(ext[d0], ext[d1], bits)
+        if operand == "C" and innermost:
+            return tile_bytes(ext[d0], ext[d1], self.op.accumulator_bits)
+        return operand_bytes(self.op, operand, ext[d0], ext[d1])
 
     def c_staging(self, level: int, tile: StepTile) -> int:
         """Bytes a level reserves for output tiles (accumulators at the innermost C level)."""
@@ -125,8 +138,9 @@ class _Space:
     def fits(self, m: int, k: int, n: int) -> bool:
         """Whether every on-chip level holds double-buffered step tiles of extents ``m×k×n``
         (clipped to the GEMM) of what it stages (:meth:`shortfall` is None)."""
-        a, b = tile_bytes(m, k, self.bits["A"]), tile_bytes(k, n, self.bits["B"])
-        c, acc = tile_bytes(m, n, self.bits["C"]), tile_bytes(m, n, self.op.accumulator_bits)
+        op = self.op
+        a, b = operand_bytes(op, "A", m, k), operand_bytes(op, "B", k, n)
+        c, acc = operand_bytes(op, "C", m, n), tile_bytes(m, n, op.accumulator_bits)
         for capacity, c_buffers, innermost_c, a_slots, b_slots in self._fit_levels:
             need = c_buffers * (acc if innermost_c else c) + a_slots * a + b_slots * b
             if need > capacity:
@@ -180,7 +194,7 @@ def _tile_costs(space: _Space, tile: StepTile) -> _TileCosts:
         one = space.tile_bytes(x, tile, False)
         for src, dst in space.hops[x]:
             tile_time[(x, dst)] = mem.transfer_cycles(src, dst, one) + mem.latency(src)
-            for port, cycles in mem.port_cycles(src, dst, space.total[x]):
+            for port, cycles in mem.port_cycles(src, dst, space.total(x, tile.tk)):
                 busy[port] = busy.get(port, 0) + cycles
         fill = max(fill, sum(tile_time[(x, dst)] for _, dst in space.hops[x]))
     budget = {level: space.arch.memory[level].capacity_bytes - space.c_staging(level, tile)
@@ -194,10 +208,10 @@ def _positions(space: _Space, tile: StepTile, loops: tuple[Loop, ...], x: str) -
     positions p = len(loops) … 1 (innermost first, :func:`mapping.positions`) the innermost of
     each distinct (window loop, footprint bytes), as ``(p, footprint bytes, bytes crossing into a
     level keeping x at p, single-step window?, windows opened)``."""
-    bits, total = space.bits[x], space.total[x]
+    op, total = space.op, space.total(x, tile.tk)
     out, seen = [], set()
     for p, rows, cols, r, sweeps, windows, single in positions(tile, loops, x, space.size):
-        one = tile_bytes(rows, cols, bits)
+        one = operand_bytes(op, x, rows, cols, tile.tk)
         if (r, one) not in seen:
             seen.add((r, one))
             out.append((p, one, total * sweeps, single, windows))

@@ -76,6 +76,32 @@ def tile_bytes(rows: int, cols: int, bits: float) -> int:
     return math.ceil(rows * cols * bits / 8)
 
 
+def scale_bytes(op: MatmulOp, operand: str, rows: int, cols: int, tk: int | None = None) -> int:
+    """Bytes of the metadata stream (``op.scales(operand)``, :class:`~accel_sim.dataflow.plan.
+    Scales`) of a rows×cols piece of ``operand`` (``OPERAND_DIMS`` order: A is m×k, B k×n) held
+    as step tiles ``tk`` deep along K (default: one tile): ``lines × blocks × bits / 8``, lines
+    the rows of A or columns of B, rounded up to whole bytes; 0 without scales."""
+    scales = op.scales(operand)
+    if scales is None:
+        return 0
+    lines, k = (rows, cols) if operand == "A" else (cols, rows)
+    return scales.bytes(lines, k, tk)
+
+
+def operand_bytes(op: MatmulOp, operand: str, rows: int, cols: int,
+                  tk: int | None = None) -> int:  # fmt: skip
+    """Bytes of a rows×cols piece of ``operand`` as it sits in a buffer and crosses a hop: its
+    elements at the operand's width plus its block scales (a block-scale stream travels with its
+    tile); epilogue scales (``block == 0``) are not part of a tile (:meth:`Program._build_class`
+    charges them). The one place the engine, its closed-form model and the mapper size a tile."""
+    bits = {"A": op.a_bits, "B": op.b_bits, "C": op.c_bits}[operand]
+    nbytes = tile_bytes(rows, cols, bits)
+    scales = op.scales(operand)
+    if scales is not None and scales.block:
+        nbytes += scale_bytes(op, operand, rows, cols, tk)
+    return nbytes
+
+
 def matmul_efficiency(arch: Arch, precision: str) -> float:
     """``efficiency["matmul_<precision>"]`` if the file gives one, else ``efficiency["matmul"]``,
     else 1 (``arch/schema.py``: GPU proxies derate each precision against its own peak)."""
@@ -143,9 +169,6 @@ class Program(ClassPeriods):
         """Footprint slots of ``operand`` in ``level`` (the mapping's choice, else the level's)."""
         return self.mapping.buffers(operand, level, self.arch.memory[level].buffers)
 
-    def operand_bits(self, operand: str) -> float:
-        return {"A": self.op.a_bits, "B": self.op.b_bits, "C": self.op.c_bits}[operand]
-
     def window(self, operand: str, level: int) -> tuple[int, tuple[int, ...]]:
         """(window loop R, positions of the loops inside R that do not index ``operand`` and
         iterate) of ``operand`` kept in ``level`` (computed once per pair: a hot path)."""
@@ -183,21 +206,19 @@ class Program(ClassPeriods):
     @cached_property
     def _link_plan(self) -> tuple:
         """Per link, what its step data depends on (computed once, for :meth:`_build_class`):
-        (is C, its dims, bits per element, window loop and crossing loops of the destination,
-        window loop of the source or None for DRAM, scale bits and dim when the source is DRAM)."""
+        (operand, its dims, window loop and crossing loops of the destination, window loop of
+        the source or None for DRAM, whether epilogue scales cross it)."""
         op, plan = self.op, []
         for link in self.links:
             d0, d1 = OPERAND_DIMS[link.operand]
-            bits = self.operand_bits(link.operand)
             if link.operand == "C":
-                plan.append((True, d0, d1, bits, None, None, None, 0, None))
+                plan.append(("C", d0, d1, None, None, None, False))
                 continue
             r_dst, others = self.window(link.operand, link.dst)
             r_src = self.window(link.operand, link.src)[0] if link.src != 0 else None
-            scale = op.a_scale_bits_per_row if link.operand == "A" else op.b_scale_bits_per_col
-            scale_dim = "m" if link.operand == "A" else "n"
-            plan.append((False, d0, d1, bits, r_dst, others, r_src,
-                         scale if link.src == 0 else 0, scale_dim))  # fmt: skip
+            scales = op.scales(link.operand)
+            epilogue = link.src == 0 and scales is not None and not scales.block
+            plan.append((link.operand, d0, d1, r_dst, others, r_src, epilogue))
         return tuple(plan)
 
     def _build_class(self, code: int) -> StepClass:
@@ -209,16 +230,17 @@ class Program(ClassPeriods):
         r_acc = self.window("C", inner["C"])[0]
         acc_open, acc_close = all(first[r_acc + 1 :]), all(last[r_acc + 1 :])
         link_bytes, link_opens, link_closes = [], [], []
-        for is_c, d0, d1, bits, r_dst, others, r_src, scale, scale_dim in self._link_plan:
-            nbytes = tile_bytes(ext[d0], ext[d1], bits)
-            if is_c:
+        for operand, d0, d1, r_dst, others, r_src, epilogue in self._link_plan:
+            # the tile with its block scales, if any (they travel together)
+            nbytes = operand_bytes(self.op, operand, ext[d0], ext[d1])
+            if operand == "C":
                 link_bytes.append(nbytes if acc_close else 0)
                 link_opens.append(acc_close)
                 link_closes.append(acc_close)
                 continue
             moved = nbytes if all(first[i] for i in others) else 0
-            if r_src is None and acc_open:  # per-row/column scales: their own small stream
-                moved += math.ceil(ext[scale_dim] * scale / 8)
+            if epilogue and acc_open:  # per-row/column scales: read once per output tile
+                moved += scale_bytes(self.op, operand, ext[d0], ext[d1])
             link_bytes.append(moved)
             link_opens.append(all(first[r_dst + 1 :]))
             link_closes.append(r_src is not None and all(last[r_src + 1 :]))

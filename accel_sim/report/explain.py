@@ -14,6 +14,7 @@ from accel_sim.engine.chip import merge_factor, partition, reduce_cycles, scope,
 from accel_sim.engine.des import simulate_program
 from accel_sim.engine.mapper import estimate, mapped_program
 from accel_sim.engine.mapping import OPERAND_DIMS, Mapping
+from accel_sim.engine.program import operand_bytes
 
 
 def _size(nbytes: float) -> str:
@@ -79,7 +80,7 @@ def _explain_core(arch: Arch, op: MatmulOp) -> Explanation:
     keeps: dict[int, list[str]] = {}
     for (operand, level), p, buffers in mapping.keep:
         rows, cols = mapping.footprint(operand, p, program.size)
-        nbytes = rows * cols * program.operand_bits(operand) / 8
+        nbytes = operand_bytes(op, operand, rows, cols, t.tk)
         what = "one tile" if p >= len(mapping.loops) else f"{rows}x{cols}"
         keeps.setdefault(p, []).append(
             f"{arch.memory[level].name} keeps {operand} {what} ({_size(nbytes)} x{buffers})"
@@ -96,9 +97,8 @@ def _explain_core(arch: Arch, op: MatmulOp) -> Explanation:
     lines.append("  bytes per link (total):")
     for link, nbytes in zip(program.links, program.link_bytes):
         d0, d1 = OPERAND_DIMS[link.operand]
-        whole = (
-            program.size[d0] * program.size[d1] * op.count * program.operand_bits(link.operand) / 8
-        )
+        whole = op.count * operand_bytes(op, link.operand, program.size[d0], program.size[d1],
+                                         t.tk)  # fmt: skip
         reuse = f" = {nbytes / whole:.2f}x the operand" if whole else ""
         lines.append(f"    {link.operand} {link.label(arch):<14} {_size(nbytes):>10}{reuse}")
     est = estimate(arch, op, mapping)
