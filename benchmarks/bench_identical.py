@@ -10,7 +10,7 @@ The cases: every shipped architecture (``arch_configs/``) × fp16, w8a8, w8a8_st
 w4a4_static and osc (G=16) × seeded log-uniform shapes 1…8192 per dimension, under the DES and
 (for the same cases) the closed-form twin, plus every simulation of ``osc-table2``. A result is
 compared as the ``repr`` of ``SimResult.to_dict()`` (floats to the last bit); a case that raises
-is compared by its error's type and message.
+is compared by its error's type and message (paths relative to the checkout).
 """
 
 from __future__ import annotations
@@ -59,11 +59,13 @@ def cases(n: int, seed: int) -> list[tuple]:
 
 
 def run(case: tuple) -> str:
+    """The case's result (or error) as text, with the code's checkout path as ``<root>``."""
     arch, shape, dataflow, knobs, engine = case
     try:
-        return repr(accel_sim.simulate(arch, shape, dataflow, knobs, engine=engine).to_dict())
+        text = repr(accel_sim.simulate(arch, shape, dataflow, knobs, engine=engine).to_dict())
     except Exception as exc:  # noqa: BLE001 - an error is a result to compare too
-        return f"{type(exc).__name__}: {exc}"
+        text = f"{type(exc).__name__}: {exc}"
+    return text.replace(str(Path(accel_sim.__file__).resolve().parents[1]), "<root>")
 
 
 def main() -> None:

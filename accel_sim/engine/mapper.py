@@ -47,6 +47,10 @@ from accel_sim.errors import UserInputError
 
 _CACHE: dict[tuple[str, MatmulOp], Mapping] = {}
 _CACHE_LIMIT = 20000
+#: The winners' programs, as the mapper built and re-scored them (only memoised data), for
+#: :func:`mapped_program` to hand out once instead of building them again.
+_PROGRAMS: dict[tuple[str, MatmulOp], Program] = {}
+_PROGRAMS_LIMIT = 16
 
 
 #: How many step tiles (their best-ranked candidate each, by the fast bound of
@@ -86,7 +90,8 @@ def _shortlist(space: _Space) -> list[tuple]:
             for rank, key, loops, chosen in ranked]  # fmt: skip
 
 
-def _best(arch: Arch, op: MatmulOp) -> Mapping:
+def _best(arch: Arch, op: MatmulOp) -> tuple[Mapping, Program]:
+    """The chosen mapping and its program (of the op without its name)."""
     space = _Space(arch, op)
     shortlist = _shortlist(space)
     if not shortlist:
@@ -104,13 +109,13 @@ def _best(arch: Arch, op: MatmulOp) -> Mapping:
     # fast bound ranks tiles less reliably than it ranks loop orders for one tile
     best = None
     for _, i, mapping in shortlist:
-        prog = Program(arch, op, mapping)  # as estimate(), without its per-port breakdown
+        prog = Program(arch, replace(op, name=""), mapping)  # as estimate(), without per-port
         dram = sum(b for ln, b in zip(prog.links, prog.link_bytes) if 0 in (ln.src, ln.dst))
         steps = math.prod(lp.count for lp in mapping.loops)
         key = (twin_cycles(prog) * (1 + steps / STEP_WEIGHT), dram, steps, i)
         if best is None or key < best[0]:
-            best = (key, mapping)
-    return best[1]
+            best = (key, mapping, prog)
+    return best[1], best[2]
 
 
 def map_matmul(arch: Arch, op: MatmulOp) -> Mapping:
@@ -119,13 +124,20 @@ def map_matmul(arch: Arch, op: MatmulOp) -> Mapping:
     key = (arch.fingerprint, replace(op, name=""))
     hit = _CACHE.get(key)
     if hit is None:
-        hit = _best(arch, op)
+        hit, program = _best(arch, op)
         if len(_CACHE) >= _CACHE_LIMIT:
             _CACHE.clear()
         _CACHE[key] = hit
+        if len(_PROGRAMS) >= _PROGRAMS_LIMIT:
+            _PROGRAMS.clear()
+        _PROGRAMS[key] = program
     return hit
 
 
 def mapped_program(arch: Arch, op: MatmulOp) -> Program:
-    """The step program of ``op`` under the mapper's chosen mapping."""
-    return Program(arch, op, map_matmul(arch, op))
+    """A fresh step program of ``op`` (without its name) under the mapper's chosen mapping: the
+    one the mapper re-scored when it has just mapped ``op`` (it holds only memoised data, which
+    the caller may go on to fill), else a new one."""
+    mapping = map_matmul(arch, op)
+    program = _PROGRAMS.pop((arch.fingerprint, replace(op, name="")), None)
+    return program if program is not None else Program(arch, replace(op, name=""), mapping)

@@ -69,9 +69,15 @@ def _step_busy(program: Program, code: int) -> dict[object, int]:
     links, hops, c0, acc_slots, staged, lanes = _plan(program)
     busy: dict[object, int] = {"compute": step.compute_cycles}
     hop = []
-    for (src, dst), nbytes in zip(links, step.link_bytes):
-        hop.append(mem.transfer_cycles(src, dst, nbytes))
-        for port, cycles in mem.port_cycles(src, dst, nbytes):
+    moves = program.__dict__.setdefault("_twin_moves", {})
+    for j, nbytes in enumerate(step.link_bytes):
+        move = moves.get((j, nbytes))
+        if move is None:  # (transfer cycles, port cycles) of this many bytes over link j
+            src, dst = links[j]
+            move = moves[(j, nbytes)] = (mem.transfer_cycles(src, dst, nbytes),
+                                         mem.port_cycles(src, dst, nbytes))  # fmt: skip
+        hop.append(move[0])
+        for port, cycles in move[1]:
             busy[port] = busy.get(port, 0) + cycles
     for j, nxt, l0, latency, slots in hops:
         closes = step.closes_src[nxt] if nxt is not None else step.closes_l0[l0]
