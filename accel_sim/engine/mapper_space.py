@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from accel_sim.arch.schema import Arch
 from accel_sim.arch.units.base import StepTile
 from accel_sim.dataflow.plan import MatmulOp
@@ -122,16 +124,23 @@ class _Space:
                 return level.name, need, level.capacity_bytes
         return None
 
-    def fits(self, m: int, k: int, n: int) -> bool:
-        """Whether every on-chip level holds double-buffered step tiles of extents ``m×k×n``
-        (clipped to the GEMM) of what it stages (:meth:`shortfall` is None)."""
-        a, b = tile_bytes(m, k, self.bits["A"]), tile_bytes(k, n, self.bits["B"])
-        c, acc = tile_bytes(m, n, self.bits["C"]), tile_bytes(m, n, self.op.accumulator_bits)
+    def fits(self, exts: list[tuple[int, int, int]]) -> list[bool]:
+        """Per extents ``m×k×n`` (clipped to the GEMM): whether every on-chip level holds
+        double-buffered step tiles of what it stages (:meth:`shortfall` is None). Vectorised:
+        the byte counts are :func:`tile_bytes`'s, in the same float operations."""
+        if not exts:
+            return []
+        m, k, n = np.array(exts, dtype=np.int64).T
+
+        def nbytes(rows, cols, bits):  # tile_bytes, element-wise
+            return np.ceil(rows * cols * bits / 8).astype(np.int64)
+
+        a, b = nbytes(m, k, self.bits["A"]), nbytes(k, n, self.bits["B"])
+        c, acc = nbytes(m, n, self.bits["C"]), nbytes(m, n, self.op.accumulator_bits)
+        ok = np.ones(len(exts), dtype=bool)
         for capacity, c_buffers, innermost_c, a_slots, b_slots in self._fit_levels:
-            need = c_buffers * (acc if innermost_c else c) + a_slots * a + b_slots * b
-            if need > capacity:
-                return False
-        return True
+            ok &= c_buffers * (acc if innermost_c else c) + a_slots * a + b_slots * b <= capacity
+        return ok.tolist()
 
 
 @dataclass(frozen=True)
@@ -326,7 +335,8 @@ def _tiles(space: _Space) -> list[StepTile]:
     for t in sorted(space.unit.step_tiles(op.M, op.K, op.N, space.rate),
                     key=lambda t: (t.tm, t.tk, t.tn)):  # fmt: skip
         by_ext.setdefault((min(t.tm, op.M), min(t.tk, op.K), min(t.tn, op.N)), t)
-    exts = [e for e in by_ext if space.fits(*e)]  # whether a tile fits depends on its extents
+    # whether a tile fits depends on its extents
+    exts = [e for e, ok in zip(by_ext, space.fits(list(by_ext))) if ok]
     # a tile covered by another is covered by a maximal one, which comes first in this order
     maximal: list[tuple[int, int, int]] = []
     for e in sorted(exts, reverse=True):

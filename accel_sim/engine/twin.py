@@ -59,13 +59,13 @@ def body_cycles(program: Program, fill: int = 0, ports: dict | None = None) -> i
     groups: dict[int, tuple[int, dict]] = {}
     for code, n in program.multiplicity.items():
         digit = (code // radix) % 4 if g >= 0 else 0
-        outer = code - digit * radix
-        per_group = n if g < 0 else n // _digit_count(program.count[g], digit)
-        total, busy = groups.get(outer, (per_group, defaultdict(int)))
         times = 1 if g < 0 else _digit_count(program.count[g], digit)
+        entry = groups.get(code - digit * radix)
+        if entry is None:  # (groups of this class: the first code's count per group, busy)
+            entry = groups[code - digit * radix] = (n // times, defaultdict(int))
+        busy = entry[1]
         for resource, cycles in step_busy(program, code).items():
             busy[resource] += cycles * times
-        groups[outer] = (total, busy)
     if g >= 0 and program.count[g] > 1:
         for outer, (_, busy) in groups.items():
             for port, idle in _turnover(program, g, radix, outer).items():
