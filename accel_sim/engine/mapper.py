@@ -42,7 +42,7 @@ from accel_sim.engine.mapper_space import (  # noqa: F401 - candidates, estimate
 )
 from accel_sim.engine.mapping import Mapping
 from accel_sim.engine.program import Program
-from accel_sim.engine.twin import twin_cycles
+from accel_sim.engine.twin import twin_cycles, twin_floor
 from accel_sim.errors import UserInputError
 
 _CACHE: dict[tuple[str, MatmulOp], Mapping] = {}
@@ -107,12 +107,17 @@ def _best(arch: Arch, op: MatmulOp) -> tuple[Mapping, Program]:
         )
     # the twin re-scores the best-ranked candidate of each of the first RESCORE step tiles: the
     # fast bound ranks tiles less reliably than it ranks loop orders for one tile
+    # (a candidate whose twin cycles are bound to exceed the best so far is not re-scored: the
+    # score grows with them, and twin_floor bounds them from below)
     best = None
     for _, i, mapping in shortlist:
         prog = Program(arch, replace(op, name=""), mapping)  # as estimate(), without per-port
         dram = sum(b for ln, b in zip(prog.links, prog.link_bytes) if 0 in (ln.src, ln.dst))
         steps = math.prod(lp.count for lp in mapping.loops)
-        key = (twin_cycles(prog) * (1 + steps / STEP_WEIGHT), dram, steps, i)
+        weight = 1 + steps / STEP_WEIGHT
+        if best is not None and twin_floor(prog) * weight > best[0][0]:
+            continue
+        key = (twin_cycles(prog) * weight, dram, steps, i)
         if best is None or key < best[0]:
             best = (key, mapping, prog)
     return best[1], best[2]

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from accel_sim.engine.program import Program
-from accel_sim.engine.twin_chains import _bounds, _store_bound
+from accel_sim.engine.twin_chains import _bounds, _store_bound, load_bound
 from accel_sim.engine.twin_steps import (  # noqa: F401 - step_busy, output_tiles: public here too
     _BUBBLE,
     _chain,
@@ -228,3 +228,12 @@ def twin_cycles(program: Program) -> int:
     # busiest resource of their group
     estimate = fill + body_cycles(program, fill, ports) + drain
     return _bounds(program, fill, max(estimate, _store_bound(program, fill, ports)))
+
+
+def twin_floor(program: Program) -> float:
+    """A lower bound on :func:`twin_cycles` that needs no group sums: the larger of the load
+    ports' chains (part of :func:`_bounds`, which is at least each of them) and the compute
+    cycles. The latter holds because no adjustment of :func:`body_cycles` touches a group's
+    compute: every group instance's span is at least its compute, so the body is at least
+    Σ compute − the fill and the estimate fill + body + drain at least the compute cycles."""
+    return max(load_bound(program), program.compute_cycles)
