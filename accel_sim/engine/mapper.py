@@ -108,15 +108,20 @@ def _best(arch: Arch, op: MatmulOp) -> tuple[Mapping, Program]:
     # the twin re-scores the best-ranked candidate of each of the first RESCORE step tiles: the
     # fast bound ranks tiles less reliably than it ranks loop orders for one tile
     # (a candidate whose twin cycles are bound to exceed the best so far is not re-scored: the
-    # score grows with them, and twin_floor bounds them from below)
-    best = None
+    # score grows with them and twin_floor bounds them from below; candidates are re-scored
+    # lowest floor first, which finds a good best early — the order cannot change the winner,
+    # the least key, since a candidate is skipped only when its key must exceed another's)
+    scored = []
     for _, i, mapping in shortlist:
         prog = Program(arch, replace(op, name=""), mapping)  # as estimate(), without per-port
         dram = sum(b for ln, b in zip(prog.links, prog.link_bytes) if 0 in (ln.src, ln.dst))
         steps = math.prod(lp.count for lp in mapping.loops)
         weight = 1 + steps / STEP_WEIGHT
-        if best is not None and twin_floor(prog) * weight > best[0][0]:
-            continue
+        scored.append((twin_floor(prog) * weight, weight, dram, steps, i, mapping, prog))
+    best = None
+    for floor, weight, dram, steps, i, mapping, prog in sorted(scored, key=lambda e: e[:1]):
+        if best is not None and floor > best[0][0]:
+            break  # so are those after it
         key = (twin_cycles(prog) * weight, dram, steps, i)
         if best is None or key < best[0]:
             best = (key, mapping, prog)

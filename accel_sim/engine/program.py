@@ -128,6 +128,7 @@ class Program(ClassPeriods):
         self._aligned_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._agree: dict[tuple, bool] = {}
         self._edges: dict[tuple[bool, ...], tuple] = {}
+        self._digits: dict[int, tuple[int, ...]] = {}
 
     # ----------------------------------------------------------------- structure
     def _links(self) -> tuple[Link, ...]:
@@ -161,7 +162,10 @@ class Program(ClassPeriods):
     # ------------------------------------------------------------------- classes
     def decode(self, code: int) -> tuple[int, ...]:
         """Per loop, the class digit (FIRST/MIDDLE/LAST/ONLY) of a code, outermost first."""
-        return tuple((code // r) % 4 for r in self._radix)
+        digits = self._digits.get(code)
+        if digits is None:
+            digits = self._digits[code] = tuple([(code // r) % 4 for r in self._radix])
+        return digits
 
     def class_of(self, code: int) -> StepClass:
         cached = self._classes.get(code)
