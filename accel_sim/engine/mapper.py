@@ -16,9 +16,11 @@ the best-ranked candidate of each of the RESCORE best-ranked step tiles is re-sc
 closed-form model (``twin.py``) and the best of those wins. The search is pruned without
 changing the result (:func:`_shortlist`): each step tile has a lower bound on its candidates'
 rank, so tiles are searched best bound first and the search stops once no further tile can
-enter the shortlist. Mappings are cached by (architecture content, op shape, precision and
-operand widths); ``benchmarks/bench_mapper_speed.py`` times the mapper and checks its choices
-against recorded ones.
+enter the shortlist; likewise a shortlisted candidate whose twin cycles are bound from below
+(``twin.twin_floor``) to rank above the best re-scored one is not re-scored. Mappings are
+cached by (architecture content, op shape, precision and operand widths);
+``benchmarks/bench_mapper_speed.py`` times the mapper and checks its choices against recorded
+ones.
 """
 
 from __future__ import annotations
