@@ -23,7 +23,7 @@ core's time).
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from accel_sim.arch.schema import Arch
 from accel_sim.dataflow.plan import MatmulOp
@@ -37,7 +37,7 @@ from accel_sim.engine.chip_grid import (
 )
 from accel_sim.engine.counts import ActionCounts, matmul_counts
 from accel_sim.engine.des import simulate_program
-from accel_sim.engine.mapper import map_matmul
+from accel_sim.engine.mapper import mapped_program
 from accel_sim.engine.program import Program
 from accel_sim.engine.twin import twin_cycles
 
@@ -137,7 +137,7 @@ class MatmulRun:
 def _core(
     arch: Arch, op: MatmulOp, engine: str, collapse: bool
 ) -> tuple[Program, int, int, Counter]:
-    program = Program(arch, replace(op, name=""), map_matmul(arch, op))
+    program = mapped_program(arch, op)
     if engine == "twin":
         cycles, compute = twin_cycles(program), program.compute_cycles
         stalls = Counter({"twin:memory": cycles - compute} if cycles > compute else {})
@@ -161,7 +161,7 @@ def simulate_matmul(
     counts = ActionCounts()
     share = {"A": p.grid[2], "B": p.grid[1]}  # cores one merged DRAM fetch serves
     for sub, n in p.parts(op):
-        sub_program = program if sub == largest else Program(view, sub, map_matmul(view, sub))
+        sub_program = program if sub == largest else mapped_program(view, sub)
         counts.add(matmul_counts(sub_program), n)
         for link, nbytes in zip(sub_program.links, sub_program.link_bytes):
             if link.src == 0 and link.operand in share and merged(arch)["AB".index(link.operand)]:

@@ -16,9 +16,11 @@ the best-ranked candidate of each of the RESCORE best-ranked step tiles is re-sc
 closed-form model (``twin.py``) and the best of those wins. The search is pruned without
 changing the result (:func:`_shortlist`): each step tile has a lower bound on its candidates'
 rank, so tiles are searched best bound first and the search stops once no further tile can
-enter the shortlist. Mappings are cached by (architecture content, op shape, precision and
-operand widths); ``benchmarks/bench_mapper_speed.py`` times the mapper and checks its choices
-against recorded ones.
+enter the shortlist; likewise a shortlisted candidate whose twin cycles are bound from below
+(``twin.twin_floor``) to rank above the best re-scored one is not re-scored. Mappings are
+cached by (architecture content, op shape, precision and operand widths);
+``benchmarks/bench_mapper_speed.py`` times the mapper and checks its choices against recorded
+ones.
 """
 
 from __future__ import annotations
@@ -42,11 +44,15 @@ from accel_sim.engine.mapper_space import (  # noqa: F401 - candidates, estimate
 )
 from accel_sim.engine.mapping import Mapping
 from accel_sim.engine.program import Program
-from accel_sim.engine.twin import twin_cycles
+from accel_sim.engine.twin import twin_cycles, twin_floor
 from accel_sim.errors import UserInputError
 
 _CACHE: dict[tuple[str, MatmulOp], Mapping] = {}
 _CACHE_LIMIT = 20000
+#: The winners' programs, as the mapper built and re-scored them (only memoised data), for
+#: :func:`mapped_program` to hand out once instead of building them again.
+_PROGRAMS: dict[tuple[str, MatmulOp], Program] = {}
+_PROGRAMS_LIMIT = 16
 
 
 #: How many step tiles (their best-ranked candidate each, by the fast bound of
@@ -88,7 +94,8 @@ def _shortlist(space: _Space) -> list[tuple]:
             for rank, key, loops, chosen in ranked]  # fmt: skip
 
 
-def _best(arch: Arch, op: MatmulOp) -> Mapping:
+def _best(arch: Arch, op: MatmulOp) -> tuple[Mapping, Program]:
+    """The chosen mapping and its program (of the op without its name)."""
     space = _Space(arch, op)
     shortlist = _shortlist(space)
     if not shortlist:
@@ -104,15 +111,25 @@ def _best(arch: Arch, op: MatmulOp) -> Mapping:
         )
     # the twin re-scores the best-ranked candidate of each of the first RESCORE step tiles: the
     # fast bound ranks tiles less reliably than it ranks loop orders for one tile
-    best = None
+    # (a candidate whose twin cycles are bound to exceed the best so far is not re-scored: the
+    # score grows with them and twin_floor bounds them from below; candidates are re-scored
+    # lowest floor first, which finds a good best early — the order cannot change the winner,
+    # the least key, since a candidate is skipped only when its key must exceed another's)
+    scored = []
     for _, i, mapping in shortlist:
-        prog = Program(arch, op, mapping)  # as estimate(), without its per-port breakdown
+        prog = Program(arch, replace(op, name=""), mapping)  # as estimate(), without per-port
         dram = sum(b for ln, b in zip(prog.links, prog.link_bytes) if 0 in (ln.src, ln.dst))
         steps = math.prod(lp.count for lp in mapping.loops)
-        key = (twin_cycles(prog) * (1 + steps / STEP_WEIGHT), dram, steps, i)
+        weight = 1 + steps / STEP_WEIGHT
+        scored.append((twin_floor(prog) * weight, weight, dram, steps, i, mapping, prog))
+    best = None
+    for floor, weight, dram, steps, i, mapping, prog in sorted(scored, key=lambda e: e[:1]):
+        if best is not None and floor > best[0][0]:
+            break  # so are those after it
+        key = (twin_cycles(prog) * weight, dram, steps, i)
         if best is None or key < best[0]:
-            best = (key, mapping)
-    return best[1]
+            best = (key, mapping, prog)
+    return best[1], best[2]
 
 
 def map_matmul(arch: Arch, op: MatmulOp) -> Mapping:
@@ -121,13 +138,20 @@ def map_matmul(arch: Arch, op: MatmulOp) -> Mapping:
     key = (arch.fingerprint, replace(op, name=""))
     hit = _CACHE.get(key)
     if hit is None:
-        hit = _best(arch, op)
+        hit, program = _best(arch, op)
         if len(_CACHE) >= _CACHE_LIMIT:
             _CACHE.clear()
         _CACHE[key] = hit
+        if len(_PROGRAMS) >= _PROGRAMS_LIMIT:
+            _PROGRAMS.clear()
+        _PROGRAMS[key] = program
     return hit
 
 
 def mapped_program(arch: Arch, op: MatmulOp) -> Program:
-    """The step program of ``op`` under the mapper's chosen mapping."""
-    return Program(arch, op, map_matmul(arch, op))
+    """A fresh step program of ``op`` (without its name) under the mapper's chosen mapping: the
+    one the mapper re-scored when it has just mapped ``op`` (it holds only memoised data, which
+    the caller may go on to fill), else a new one."""
+    mapping = map_matmul(arch, op)
+    program = _PROGRAMS.pop((arch.fingerprint, replace(op, name="")), None)
+    return program if program is not None else Program(arch, replace(op, name=""), mapping)

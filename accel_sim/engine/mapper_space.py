@@ -15,12 +15,20 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from accel_sim.arch.schema import Arch
 from accel_sim.arch.units.base import StepTile
 from accel_sim.dataflow.plan import MatmulOp
 from accel_sim.engine.mapping import OPERAND_DIMS, Loop, Mapping, nest, positions
 from accel_sim.engine.memory import MemorySystem
-from accel_sim.engine.program import Program, operand_bytes, step_busy_cycles, tile_bytes
+from accel_sim.engine.program import (
+    Program,
+    operand_bytes,
+    scale_bytes,
+    step_busy_cycles,
+    tile_bytes,
+)
 from accel_sim.engine.twin import twin_cycles
 
 #: Simulation cost in the objective: a mapping's cycles count ``× (1 + steps / STEP_WEIGHT)``,
@@ -135,17 +143,32 @@ class _Space:
                 return level.name, need, level.capacity_bytes
         return None
 
-    def fits(self, m: int, k: int, n: int) -> bool:
-        """Whether every on-chip level holds double-buffered step tiles of extents ``m×k×n``
-        (clipped to the GEMM) of what it stages (:meth:`shortfall` is None)."""
-        op = self.op
-        a, b = operand_bytes(op, "A", m, k), operand_bytes(op, "B", k, n)
-        c, acc = operand_bytes(op, "C", m, n), tile_bytes(m, n, op.accumulator_bits)
+    def fits(self, exts: list[tuple[int, int, int]]) -> list[bool]:
+        """Per extents ``m×k×n`` (clipped to the GEMM): whether every on-chip level holds
+        double-buffered step tiles of what it stages (:meth:`shortfall` is None). Vectorised:
+        the element bytes are :func:`tile_bytes`'s, in the same float operations, plus each
+        tile's block scales (:func:`operand_bytes`), exact per extents."""
+        if not exts:
+            return []
+        m, k, n = np.array(exts, dtype=np.int64).T
+
+        def nbytes(rows, cols, bits):  # tile_bytes, element-wise
+            return np.ceil(rows * cols * bits / 8).astype(np.int64)
+
+        def with_scales(elements, operand, shapes):  # + operand_bytes' block scales
+            scales = self.op.scales(operand)
+            if scales is None or not scales.block:
+                return elements
+            extra = [scale_bytes(self.op, operand, r, c) for r, c in shapes]
+            return elements + np.array(extra, dtype=np.int64)
+
+        a = with_scales(nbytes(m, k, self.op.a_bits), "A", [(e[0], e[1]) for e in exts])
+        b = with_scales(nbytes(k, n, self.op.b_bits), "B", [(e[1], e[2]) for e in exts])
+        c, acc = nbytes(m, n, self.op.c_bits), nbytes(m, n, self.op.accumulator_bits)
+        ok = np.ones(len(exts), dtype=bool)
         for capacity, c_buffers, innermost_c, a_slots, b_slots in self._fit_levels:
-            need = c_buffers * (acc if innermost_c else c) + a_slots * a + b_slots * b
-            if need > capacity:
-                return False
-        return True
+            ok &= c_buffers * (acc if innermost_c else c) + a_slots * a + b_slots * b <= capacity
+        return ok.tolist()
 
 
 @dataclass(frozen=True)
@@ -340,7 +363,8 @@ def _tiles(space: _Space) -> list[StepTile]:
     for t in sorted(space.unit.step_tiles(op.M, op.K, op.N, space.rate),
                     key=lambda t: (t.tm, t.tk, t.tn)):  # fmt: skip
         by_ext.setdefault((min(t.tm, op.M), min(t.tk, op.K), min(t.tn, op.N)), t)
-    exts = [e for e in by_ext if space.fits(*e)]  # whether a tile fits depends on its extents
+    # whether a tile fits depends on its extents
+    exts = [e for e, ok in zip(by_ext, space.fits(list(by_ext))) if ok]
     # a tile covered by another is covered by a maximal one, which comes first in this order
     maximal: list[tuple[int, int, int]] = []
     for e in sorted(exts, reverse=True):

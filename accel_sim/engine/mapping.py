@@ -140,22 +140,28 @@ def positions(tile: StepTile, loops: tuple[Loop, ...], operand: str,
     a new window opens every step (only one-trip loops inside the window loop)."""
     d0, d1 = OPERAND_DIMS[operand]
     window, last, sweeps, windows, last_iter = [], -1, [1], [1], -1
+    sweep = count_all = 1
     for j, loop in enumerate(loops):  # per position p = j: the loops strictly outside p
         window.append(last)
-        indexes = loop.indexes(operand)
-        if loop.count > 1:
+        dim, count = loop.dim, loop.count
+        indexes = dim == "b" or dim == d0 or dim == d1  # Loop.indexes
+        if count > 1:
             last_iter = j
             if indexes:
                 last = j
-        sweeps.append(sweeps[-1] if indexes else sweeps[-1] * loop.count)
-        windows.append(windows[-1] * loop.count)
+        if not indexes:
+            sweep *= count
+        count_all *= count
+        sweeps.append(sweep)
+        windows.append(count_all)
     window.append(last)
     ext = {"b": 1, "m": tile.tm, "k": tile.tk, "n": tile.tn}
+    s0, s1 = size[d0], size[d1]
     out = []
     for p in range(len(loops), 0, -1):
         if p < len(loops):
             ext[loops[p].dim] *= loops[p].count
-        rows, cols, r = min(ext[d0], size[d0]), min(ext[d1], size[d1]), window[p]
+        rows, cols, r = min(ext[d0], s0), min(ext[d1], s1), window[p]
         if r < 0:
             out.append((p, rows, cols, r, 1, 1, False))
         else:

@@ -153,6 +153,8 @@ class Program(ClassPeriods):
         self._match: dict[tuple[int, int], tuple[int, int]] = {}
         self._aligned_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._agree: dict[tuple, bool] = {}
+        self._edges: dict[tuple[bool, ...], tuple] = {}
+        self._digits: dict[int, tuple[int, ...]] = {}
 
     # ----------------------------------------------------------------- structure
     def _links(self) -> tuple[Link, ...]:
@@ -183,7 +185,10 @@ class Program(ClassPeriods):
     # ------------------------------------------------------------------- classes
     def decode(self, code: int) -> tuple[int, ...]:
         """Per loop, the class digit (FIRST/MIDDLE/LAST/ONLY) of a code, outermost first."""
-        return tuple((code // r) % 4 for r in self._radix)
+        digits = self._digits.get(code)
+        if digits is None:
+            digits = self._digits[code] = tuple([(code // r) % 4 for r in self._radix])
+        return digits
 
     def class_of(self, code: int) -> StepClass:
         cached = self._classes.get(code)
@@ -194,14 +199,32 @@ class Program(ClassPeriods):
     def extents(self, code: int) -> dict[str, int]:
         """Actual step extents (elements) per dim: a dim's last tile is short when every loop
         over that dim is at its last index."""
-        digits = self.decode(code)
+        return self._edge_data(self.decode(code))[0]
+
+    def _edge_data(self, digits: tuple[int, ...]) -> tuple:
+        """What a step's extents decide, per combination of short (edge) dims (cached):
+        (extents, per link the tile's bytes and its scale stream's bytes, the unit's busy
+        cycles, output elements)."""
         last = {d: True for d in self.size}
         for loop, c in zip(self.loops, digits):
-            last[loop.dim] = last[loop.dim] and c in (LAST, ONLY)
-        return {
-            d: self.size[d] - (self.n_tiles[d] - 1) * self.tile[d] if last[d] else self.tile[d]
-            for d in self.size
-        }
+            if c != LAST and c != ONLY:
+                last[loop.dim] = False
+        key = tuple(last.values())
+        hit = self._edges.get(key)
+        if hit is None:
+            ext = {d: self.size[d] - (self.n_tiles[d] - 1) * self.tile[d] if last[d]
+                   else self.tile[d] for d in self.size}  # fmt: skip
+            # per link: the tile with its block scales, if any (they travel together), and
+            # the epilogue scales crossing with it (read once per output tile)
+            op = self.op
+            nbytes = tuple(
+                (operand_bytes(op, operand, ext[d0], ext[d1]),
+                 scale_bytes(op, operand, ext[d0], ext[d1]) if epilogue else 0)
+                for operand, d0, d1, _, _, _, epilogue in self._link_plan
+            )  # fmt: skip
+            hit = self._edges[key] = (ext, nbytes, self._step_cycles(ext, False),
+                                      ext["m"] * ext["n"])  # fmt: skip
+        return hit
 
     @cached_property
     def _link_plan(self) -> tuple:
@@ -221,42 +244,53 @@ class Program(ClassPeriods):
             plan.append((link.operand, d0, d1, r_dst, others, r_src, epilogue))
         return tuple(plan)
 
+    @cached_property
+    def _class_plan(self) -> tuple:
+        """Window loops :meth:`_build_class` reads (computed once): the accumulator's, the
+        innermost A and B levels', and the once-per-matmul unit cycles."""
+        inner = self.inner
+        return (self.window("C", inner["C"])[0], self.window("A", inner["A"])[0],
+                self.window("B", inner["B"])[0],
+                self.unit.once_cycles(self.mapping.tile, self.rate))  # fmt: skip
+
     def _build_class(self, code: int) -> StepClass:
         digits = self.decode(code)
-        first = [c in (FIRST, ONLY) for c in digits]
-        last = [c in (LAST, ONLY) for c in digits]
-        ext = self.extents(code)
-        inner = self.inner
-        r_acc = self.window("C", inner["C"])[0]
-        acc_open, acc_close = all(first[r_acc + 1 :]), all(last[r_acc + 1 :])
+        # suffix flags: first[i] / last[i] = every loop from i inward is at its first / last
+        # index (position len(loops): no loop, True)
+        n = len(digits)
+        first, last = [True] * (n + 1), [True] * (n + 1)
+        for i in range(n - 1, -1, -1):
+            c = digits[i]
+            first[i] = first[i + 1] and (c == FIRST or c == ONLY)
+            last[i] = last[i + 1] and (c == LAST or c == ONLY)
+        ext, nbytes, cycles, outputs = self._edge_data(digits)
+        r_acc, r_a, r_b, once = self._class_plan
+        acc_open, acc_close = first[r_acc + 1], last[r_acc + 1]
         link_bytes, link_opens, link_closes = [], [], []
-        for operand, d0, d1, r_dst, others, r_src, epilogue in self._link_plan:
-            # the tile with its block scales, if any (they travel together)
-            nbytes = operand_bytes(self.op, operand, ext[d0], ext[d1])
+        for (operand, _, _, r_dst, others, r_src, _), (tile, scale) in zip(self._link_plan,
+                                                                           nbytes):  # fmt: skip
             if operand == "C":
-                link_bytes.append(nbytes if acc_close else 0)
+                link_bytes.append(tile if acc_close else 0)
                 link_opens.append(acc_close)
                 link_closes.append(acc_close)
                 continue
-            moved = nbytes if all(first[i] for i in others) else 0
-            if epilogue and acc_open:  # per-row/column scales: read once per output tile
-                moved += scale_bytes(self.op, operand, ext[d0], ext[d1])
+            moved = tile if all(digits[i] == FIRST or digits[i] == ONLY for i in others) else 0
+            if acc_open:  # epilogue scales (0 bytes on other links): once per output tile
+                moved += scale
             link_bytes.append(moved)
-            link_opens.append(all(first[r_dst + 1 :]))
-            link_closes.append(r_src is not None and all(last[r_src + 1 :]))
-        cycles = self._step_cycles(ext, acc_open)
-        if all(last):
-            cycles += self.unit.once_cycles(self.mapping.tile, self.rate)
-        r_a, r_b = self.window("A", inner["A"])[0], self.window("B", inner["B"])[0]
+            link_opens.append(first[r_dst + 1])
+            link_closes.append(r_src is not None and last[r_src + 1])
+        if last[0]:
+            cycles += once
         return StepClass(
             compute_cycles=max(cycles, 1),
             link_bytes=tuple(link_bytes),
             opens=tuple(link_opens),
             closes_src=tuple(link_closes),
-            closes_l0=(all(last[r_a + 1 :]), all(last[r_b + 1 :])),
+            closes_l0=(last[r_a + 1], last[r_b + 1]),
             opens_accumulator=acc_open,
             closes_accumulator=acc_close,
-            outputs=ext["m"] * ext["n"] if acc_close else 0,
+            outputs=outputs if acc_close else 0,
         )
 
     def _step_cycles(self, ext: dict[str, int], acc_open: bool) -> int:

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from accel_sim.engine.program import Program
-from accel_sim.engine.twin_chains import _bounds, _store_bound
+from accel_sim.engine.twin_chains import _bounds, _store_bound, load_bound
 from accel_sim.engine.twin_steps import (  # noqa: F401 - step_busy, output_tiles: public here too
     _BUBBLE,
     _chain,
@@ -59,13 +59,13 @@ def body_cycles(program: Program, fill: int = 0, ports: dict | None = None) -> i
     groups: dict[int, tuple[int, dict]] = {}
     for code, n in program.multiplicity.items():
         digit = (code // radix) % 4 if g >= 0 else 0
-        outer = code - digit * radix
-        per_group = n if g < 0 else n // _digit_count(program.count[g], digit)
-        total, busy = groups.get(outer, (per_group, defaultdict(int)))
         times = 1 if g < 0 else _digit_count(program.count[g], digit)
+        entry = groups.get(code - digit * radix)
+        if entry is None:  # (groups of this class: the first code's count per group, busy)
+            entry = groups[code - digit * radix] = (n // times, defaultdict(int))
+        busy = entry[1]
         for resource, cycles in step_busy(program, code).items():
             busy[resource] += cycles * times
-        groups[outer] = (total, busy)
     if g >= 0 and program.count[g] > 1:
         for outer, (_, busy) in groups.items():
             for port, idle in _turnover(program, g, radix, outer).items():
@@ -228,3 +228,12 @@ def twin_cycles(program: Program) -> int:
     # busiest resource of their group
     estimate = fill + body_cycles(program, fill, ports) + drain
     return _bounds(program, fill, max(estimate, _store_bound(program, fill, ports)))
+
+
+def twin_floor(program: Program) -> float:
+    """A lower bound on :func:`twin_cycles` that needs no group sums: the larger of the load
+    ports' chains (part of :func:`_bounds`, which is at least each of them) and the compute
+    cycles. The latter holds because no adjustment of :func:`body_cycles` touches a group's
+    compute: every group instance's span is at least its compute, so the body is at least
+    Σ compute − the fill and the estimate fill + body + drain at least the compute cycles."""
+    return max(load_bound(program), program.compute_cycles)

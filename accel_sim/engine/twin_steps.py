@@ -67,12 +67,20 @@ def _step_busy(program: Program, code: int) -> dict[object, int]:
     step = program.class_of(code)
     mem = program.memory
     links, hops, c0, acc_slots, staged, lanes = _plan(program)
+    # per link its transfer cycles, and per port its cycles: the same for every class that
+    # moves the same bytes (cached per program)
+    moves = program.__dict__.setdefault("_twin_moves", {})
+    move = moves.get(step.link_bytes)
+    if move is None:
+        hop, ports = [], {}
+        for (src, dst), nbytes in zip(links, step.link_bytes):
+            hop.append(mem.transfer_cycles(src, dst, nbytes))
+            for port, cycles in mem.port_cycles(src, dst, nbytes):
+                ports[port] = ports.get(port, 0) + cycles
+        move = moves[step.link_bytes] = (hop, ports)
+    hop = move[0]
     busy: dict[object, int] = {"compute": step.compute_cycles}
-    hop = []
-    for (src, dst), nbytes in zip(links, step.link_bytes):
-        hop.append(mem.transfer_cycles(src, dst, nbytes))
-        for port, cycles in mem.port_cycles(src, dst, nbytes):
-            busy[port] = busy.get(port, 0) + cycles
+    busy.update(move[1])
     for j, nxt, l0, latency, slots in hops:
         closes = step.closes_src[nxt] if nxt is not None else step.closes_l0[l0]
         if not (step.opens[j] and closes and step.link_bytes[j]):
@@ -192,12 +200,12 @@ def _turnover(program: Program, g: int, radix: int, outer: int) -> dict[object, 
     for j, nxt, l0, latency, slots in hops:
         if slots < 2 or slots > count:
             continue
-        steps = [program.class_of(outer + _class_of(i, count) * radix)
-                 for i in range(count - slots, count)]  # fmt: skip
-        head = steps[0]
+        head = program.class_of(outer + _class_of(count - slots, count) * radix)
         closes = head.closes_src[nxt] if nxt is not None else head.closes_l0[l0]
         if not (head.opens[j] and closes and head.link_bytes[j]):
             continue
+        steps = [head] + [program.class_of(outer + _class_of(i, count) * radix)
+                          for i in range(count - slots + 1, count)]  # fmt: skip
         src, dst = links[j]
         hop = [mem.transfer_cycles(src, dst, s.link_bytes[j]) for s in steps]
         after = head.compute_cycles if nxt is None else mem.transfer_cycles(
@@ -211,7 +219,7 @@ def _turnover(program: Program, g: int, radix: int, outer: int) -> dict[object, 
 
 def _digit_count(count: int, digit: int) -> int:
     """Steps of one sweep of a loop of ``count`` iterations whose index class is ``digit``."""
-    return {0: 1, 1: count - 2, 2: 1, 3: 1}[digit]
+    return count - 2 if digit == 1 else 1
 
 
 def _epilogue(program: Program, outputs: int) -> int:
