@@ -18,7 +18,15 @@ from dataclasses import dataclass
 from accel_sim.arch.schema import Arch
 from accel_sim.arch.units.base import StepTile
 from accel_sim.dataflow.plan import MatmulOp
-from accel_sim.engine.mapping import OPERAND_DIMS, Loop, Mapping, nest, positions
+from accel_sim.engine.mapping import (
+    OPERAND_DIMS,
+    Loop,
+    Mapping,
+    accumulator_position,
+    footprint,
+    nest,
+    positions,
+)
 from accel_sim.engine.memory import MemorySystem
 from accel_sim.engine.program import Program, operand_bytes, step_busy_cycles, tile_bytes
 from accel_sim.engine.twin import twin_cycles
@@ -116,12 +124,32 @@ class _Space:
             return tile_bytes(ext[d0], ext[d1], self.op.accumulator_bits)
         return operand_bytes(self.op, operand, ext[d0], ext[d1])
 
-    def c_staging(self, level: int, tile: StepTile) -> int:
-        """Bytes a level reserves for output tiles (accumulators at the innermost C level)."""
+    def c_staging(self, level: int, tile: StepTile, acc: int | None = None) -> int:
+        """Bytes a level reserves for output tiles (accumulators at the innermost C level):
+        its buffers × one tile, or × ``acc`` bytes at the accumulator level when one slot holds
+        several tiles (K above the inner block: :meth:`block_budget`)."""
         if level not in self.path["C"][1:]:
             return 0
         lv = self.arch.memory[level]
+        if acc is not None and level == self.inner["C"]:
+            return lv.buffers * acc
         return lv.buffers * self.tile_bytes("C", tile, level == self.inner["C"])
+
+    def block_budget(self, tile: StepTile, loops: tuple[Loop, ...], budget: dict) -> dict | None:
+        """Per level, the bytes left for A and B (``budget``: :attr:`_TileCosts.budget`) when
+        the accumulator level keeps C at the K loop (:func:`mapping.accumulator_position`): each
+        of its slots holds the accumulator-width C tiles of the loops inside K. None when they do
+        not fit; ``budget`` itself when K is innermost."""
+        p = accumulator_position(loops)
+        if p is None:
+            return budget
+        level = self.inner["C"]
+        rows, cols = footprint(tile, loops, "C", p, self.size)
+        acc = tile_bytes(rows, cols, self.op.accumulator_bits)
+        left = self.arch.memory[level].capacity_bytes - self.c_staging(level, tile, acc)
+        if left < 0:
+            return None
+        return {**budget, level: left} if level in budget else budget
 
     def shortfall(self, tile: StepTile) -> tuple[str, int, int] | None:
         """The first on-chip level that cannot hold double-buffered step tiles of what it
@@ -277,12 +305,19 @@ def _evaluate(space: _Space, costs: _TileCosts, loops: tuple[Loop, ...]):
     The bound: the slowest of the unit (every step at its exact time), every port (bytes
     crossing each link) and every single-step window's slots, plus the first tiles' path to the
     unit and the bubbles of single-buffered windows."""
+    budget = space.block_budget(costs.tile, loops, costs.budget)
+    if budget is None:
+        return None
     positions = {x: _positions(space, costs.tile, loops, x) for x in "AB"}
     floor = {"A": 1, "B": 1}
     chosen = {}
+    acc = accumulator_position(loops)
+    if acc is not None:  # the accumulator level keeps C at the K loop, in all its slots
+        level = space.inner["C"]
+        chosen[("C", level)] = (acc, space.arch.memory[level].buffers)
     for level, operands in space.levels:
         opts = [_options(space, costs, positions[x], x, level, floor[x]) for x in operands]
-        choice = _pick(opts, costs.budget[level])
+        choice = _pick(opts, budget[level])
         if choice is None:
             return None
         for x, c in zip(operands, choice):
@@ -365,11 +400,19 @@ def _tiles(space: _Space) -> list[StepTile]:
 
 def _nests(space: _Space, costs: _TileCosts):
     """The loop nests of one step tile, in the search's order: both outer orders, and per
-    order every block of the outer dimension (:func:`_divisors` of its tile count)."""
-    for outer in ("mn", "nm"):
-        x = outer[0]
-        for block in _divisors(costs.n[x]):
-            yield nest(costs.tile, space.op.count, costs.n, outer, outer, {x: block, outer[1]: 1})
+    order every block of the outer dimension (:func:`_divisors` of its tile count) with K
+    innermost; then the same with K above the block loop (blocks of more than one tile, K of
+    more than one step: otherwise the nest is one of the first)."""
+    n, count = costs.n, space.op.count
+    for k_above in (False, True):
+        if k_above and n["k"] < 2:
+            return
+        for outer in ("mn", "nm"):
+            x = outer[0]
+            for block in _divisors(n[x]):
+                if not k_above or block > 1:
+                    yield nest(costs.tile, count, n, outer, outer, {x: block, outer[1]: 1},
+                               k_above)  # fmt: skip
 
 
 def candidates(arch: Arch, op: MatmulOp):

@@ -14,6 +14,13 @@ whose loop classes are known:
 * it **closes** when every loop inside R is at its last index (R changes next);
 * the step's tile **crosses** into the level when every loop inside R that does *not* index the
   operand is at its first index (first touch of the tile within the window).
+
+The accumulator level (the innermost C level) keeps C the same way, mirrored: its window (one
+accumulator slot: one output tile when K is innermost, a block of them when K is above the
+block loop) opens and closes as above; a step **starts** an output tile (no partial sum to read)
+when every loop inside R that does not index C (K) is at its first index, and **completes** it
+(the tile leaves over the C links, its epilogue runs) when every such loop is at its last index.
+The slot is freed once the window's last tile has left the level.
 """
 
 from __future__ import annotations
@@ -57,8 +64,9 @@ class StepClass:
 
     Per link of :attr:`Program.links`: ``link_bytes`` crossing it at this step, ``opens`` (the
     destination opens a footprint window: a slot is taken) and ``closes_src`` (the source's
-    window ends with this step: its slot is freed once the hop has read it). ``closes_l0`` per
-    input operand frees the innermost slot after compute.
+    window ends with this step: its slot is freed once the hop has read it; for the first C
+    link, the accumulator window's). ``closes_l0`` per input operand frees the innermost slot
+    after compute.
     """
 
     compute_cycles: int
@@ -66,9 +74,10 @@ class StepClass:
     opens: tuple[bool, ...]
     closes_src: tuple[bool, ...]
     closes_l0: tuple[bool, bool]  # A, B
-    opens_accumulator: bool
-    closes_accumulator: bool
+    opens_accumulator: bool  # the accumulator window opens: the compute takes a slot
+    closes_accumulator: bool  # the step completes an output tile (it leaves, epilogue runs)
     outputs: int  # output elements completed (for the epilogue)
+    starts_tile: bool  # the output tile's first K step: no partial sum to read
 
 
 def tile_bytes(rows: int, cols: int, bits: float) -> int:
@@ -211,8 +220,9 @@ class Program(ClassPeriods):
         op, plan = self.op, []
         for link in self.links:
             d0, d1 = OPERAND_DIMS[link.operand]
-            if link.operand == "C":
-                plan.append(("C", d0, d1, None, None, None, False))
+            if link.operand == "C":  # r_src "acc": the hop out of the accumulator level
+                src = "acc" if link.src == self.inner["C"] else None
+                plan.append(("C", d0, d1, None, None, src, False))
                 continue
             r_dst, others = self.window(link.operand, link.dst)
             r_src = self.window(link.operand, link.src)[0] if link.src != 0 else None
@@ -227,24 +237,29 @@ class Program(ClassPeriods):
         last = [c in (LAST, ONLY) for c in digits]
         ext = self.extents(code)
         inner = self.inner
-        r_acc = self.window("C", inner["C"])[0]
+        r_acc, k_loops = self.window("C", inner["C"])
         acc_open, acc_close = all(first[r_acc + 1 :]), all(last[r_acc + 1 :])
+        # an output tile starts at its first K step and is complete at its last
+        starts = all(first[i] for i in k_loops)
+        done = all(last[i] for i in k_loops)
         link_bytes, link_opens, link_closes = [], [], []
         for operand, d0, d1, r_dst, others, r_src, epilogue in self._link_plan:
             # the tile with its block scales, if any (they travel together)
             nbytes = operand_bytes(self.op, operand, ext[d0], ext[d1])
             if operand == "C":
-                link_bytes.append(nbytes if acc_close else 0)
-                link_opens.append(acc_close)
-                link_closes.append(acc_close)
+                link_bytes.append(nbytes if done else 0)
+                link_opens.append(done)
+                # the accumulator slot is freed after the window's last tile; a staging slot
+                # further out after each tile
+                link_closes.append(acc_close if r_src == "acc" else done)
                 continue
             moved = nbytes if all(first[i] for i in others) else 0
-            if epilogue and acc_open:  # per-row/column scales: read once per output tile
+            if epilogue and starts:  # per-row/column scales: read once per output tile
                 moved += scale_bytes(self.op, operand, ext[d0], ext[d1])
             link_bytes.append(moved)
             link_opens.append(all(first[r_dst + 1 :]))
             link_closes.append(r_src is not None and all(last[r_src + 1 :]))
-        cycles = self._step_cycles(ext, acc_open)
+        cycles = self._step_cycles(ext)
         if all(last):
             cycles += self.unit.once_cycles(self.mapping.tile, self.rate)
         r_a, r_b = self.window("A", inner["A"])[0], self.window("B", inner["B"])[0]
@@ -255,11 +270,12 @@ class Program(ClassPeriods):
             closes_src=tuple(link_closes),
             closes_l0=(all(last[r_a + 1 :]), all(last[r_b + 1 :])),
             opens_accumulator=acc_open,
-            closes_accumulator=acc_close,
-            outputs=ext["m"] * ext["n"] if acc_close else 0,
+            closes_accumulator=done,
+            outputs=ext["m"] * ext["n"] if done else 0,
+            starts_tile=starts,
         )
 
-    def _step_cycles(self, ext: dict[str, int], acc_open: bool) -> int:
+    def _step_cycles(self, ext: dict[str, int]) -> int:
         return step_busy_cycles(self.arch, self.memory, self.op, self.mapping.tile, self.rate,
                                 self.inner, ext["m"], ext["k"], ext["n"])  # fmt: skip
 
