@@ -15,6 +15,7 @@ from accel_sim.engine.twin_steps import (
     _chain,
     _downstream,
     _epilogue,
+    _last_tiles,
     _port_totals,
     _tile_code,
     _tile_steps,
@@ -101,8 +102,9 @@ def _bounds(program: Program, fill: int, floor: int) -> int:
     if program.op.epilogue_ops_per_output:
         work = sum(entry[0] * _epilogue(program, entry[2].outputs) for entry in tiles.values())
         free: dict = {}
-        if n > spt:
-            _way_out(program, program.step_at(n - 1 - spt), -e_last, free)
+        before = _last_tiles(program)
+        if len(before) > 1:
+            _way_out(program, program.step_at(before[-2]), -e_last, free)
         best = max(best, fill + tiles[_tile_code(program, 0)][1] + work
                    + _way_out(program, last, 0, free))  # fmt: skip
     # accumulator slot chains

@@ -252,6 +252,25 @@ def _tile_steps(program: Program) -> int:
     return math.prod(program.count[r_acc + 1 :])
 
 
+def _last_tiles(program: Program) -> list[int]:
+    """The closing steps of the output tiles whose way out is the drain's, earliest first: the
+    last two (``_tile_steps`` apart) with K innermost; with K above the block loop every tile of
+    the last window (they close on consecutive steps, the last K iteration's)."""
+    n = program.n_steps
+    inside = _inside_k(program)
+    if inside > 1:
+        return list(range(max(0, n - inside), n))
+    spt = _tile_steps(program)
+    return [n - 1 - spt, n - 1] if n > spt else [n - 1]
+
+
+def _inside_k(program: Program) -> int:
+    """Steps per iteration of the innermost iterating K loop inside the accumulator's window
+    (1 when K is innermost: every tile's K steps are consecutive)."""
+    k_loops = program.window("C", program.inner["C"])[1]
+    return math.prod(program.count[max(k_loops) + 1 :]) if k_loops else 1
+
+
 def _inner_count(program: Program, code: int, r: int) -> int:
     """Steps per window of loop ``r`` whose loops inside ``r`` have the digits of ``code``."""
     digits = program.decode(code)
