@@ -106,7 +106,7 @@ def _shortlist(space: _Space) -> list[tuple]:
 #: some of those mappings (slot and latency chains across the K loop that it does not model) by
 #: up to ~11 % on the agreement grid (``benchmarks/bench_engine.py``), so a smaller predicted
 #: gain may be none.
-K_ABOVE_MARGIN = 0.12
+K_ABOVE_MARGIN = 0.05
 
 
 def _best(arch: Arch, op: MatmulOp) -> Mapping:

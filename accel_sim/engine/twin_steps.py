@@ -40,8 +40,9 @@ def step_busy(program: Program, code: int) -> dict[object, int]:
 def _plan(program: Program) -> tuple:
     """What :func:`_step_busy` needs about the program's links, computed once: per link its
     (src, dst, port rates); per input hop (link, next link or None, innermost-slot index,
-    source latency, destination slots); the C links; the accumulator slots; per staged C hop
-    (link, next link, source latency, destination slots); epilogue lanes."""
+    source latency, destination slots, window of one group: :func:`_group_window`); the C
+    links; the accumulator slots; per staged C hop (link, next link, source latency, destination
+    slots); epilogue lanes."""
     plan = program.__dict__.get("_twin_plan")
     if plan is None:
         mem = program.memory
@@ -52,7 +53,8 @@ def _plan(program: Program) -> tuple:
             for k, j in enumerate(chain):
                 nxt = chain[k + 1] if k + 1 < len(chain) else None
                 ln = program.links[j]
-                hops.append((j, nxt, l0, mem.latency(ln.src), program.buffers(operand, ln.dst)))
+                hops.append((j, nxt, l0, mem.latency(ln.src), program.buffers(operand, ln.dst),
+                             _group_window(program, operand, ln.dst)))  # fmt: skip
         c_chain = _chain(program, "C")
         staged = tuple((j, c_chain[k + 1], mem.latency(program.links[j].src),
                         program.buffers("C", program.links[j].dst))
@@ -73,12 +75,23 @@ def _step_busy(program: Program, code: int) -> dict[object, int]:
         hop.append(mem.transfer_cycles(src, dst, nbytes))
         for port, cycles in mem.port_cycles(src, dst, nbytes):
             busy[port] = busy.get(port, 0) + cycles
-    for j, nxt, l0, latency, slots in hops:
+    ports = dict(busy)
+    for j, nxt, l0, latency, slots, group_window in hops:
         closes = step.closes_src[nxt] if nxt is not None else step.closes_l0[l0]
-        if not (step.opens[j] and closes and step.link_bytes[j]):
-            continue  # a window longer than one step: its slots amortise over the window
-        held = hop[j] + latency + (hop[nxt] if nxt is not None else step.compute_cycles)
-        busy[("slots", j)] = math.ceil(held / slots)
+        use = hop[nxt] if nxt is not None else step.compute_cycles
+        if step.opens[j] and closes and step.link_bytes[j]:
+            busy[("slots", j)] = math.ceil((hop[j] + latency + use) / slots)
+        elif group_window:
+            # a window of one group (one K iteration of a block): its slot is held from the
+            # transfers its first step waits for (everything that step puts on the hop's
+            # ports) and the source latency through every step's use; the later steps'
+            # transfers overlap the earlier steps' compute
+            held = use
+            if step.opens[j]:
+                src, dst = links[j]
+                held += latency + max(ports.get(p, 0) for p in mem.hop_ports(src, dst))
+            busy[("slots", j)] = held / slots
+        # otherwise a window longer than one step: its slots amortise over the window
     epilogue = 0
     if program.op.epilogue_ops_per_output and step.outputs:
         epilogue = math.ceil(step.outputs * program.op.epilogue_ops_per_output / lanes)
@@ -94,6 +107,18 @@ def _step_busy(program: Program, code: int) -> dict[object, int]:
         if step.link_bytes[j]:
             busy[("cslots", j)] = math.ceil((hop[j] + latency + hop[nxt]) / slots)
     return busy
+
+
+def _group_window(program: Program, operand: str, level: int) -> bool:
+    """Whether ``operand``'s window in ``level`` is one sweep of the innermost iterating loop
+    (a *group*) in a nest with K above the block loop: one K iteration of the block, whose
+    windows of every input open and close together (:func:`_step_busy` bounds their slots). With
+    K innermost such windows keep the plain amortisation (bounding them there moved the model
+    away from the DES on the agreement grid)."""
+    if _inside_k(program) < 2:
+        return False
+    r, g = program.window(operand, level)[0], _group_loop(program)
+    return r < g and all(program.count[i] == 1 for i in range(r + 1, g))
 
 
 def _group_loop(program: Program) -> int:
@@ -166,7 +191,7 @@ def _bubble(program: Program, code: int) -> int:
     step = program.class_of(code)
     links, hops = _plan(program)[:2]
     delay = 0
-    for j, nxt, l0, latency, slots in hops:
+    for j, nxt, l0, latency, slots, _ in hops:
         if slots != 1 or not step.opens[j]:
             continue
         if step.closes_src[nxt] if nxt is not None else step.closes_l0[l0]:
@@ -189,7 +214,7 @@ def _turnover(program: Program, g: int, radix: int, outer: int) -> dict[object, 
     links, hops = _plan(program)[:2]
     mem = program.memory
     idle: dict[object, int] = {}
-    for j, nxt, l0, latency, slots in hops:
+    for j, nxt, l0, latency, slots, _ in hops:
         if slots < 2 or slots > count:
             continue
         steps = [program.class_of(outer + _class_of(i, count) * radix)
