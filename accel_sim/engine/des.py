@@ -164,8 +164,7 @@ class _Mover(_Proc):
             elif self.idx > self.last_index:
                 return
             step = eng.program.step_at(self.idx)
-            # (a C mover sees only the steps that complete an output tile: each opens a slot
-            # further out; the accumulator slot is freed with the window's last tile)
+            # (C: every tile opens a slot further out; the accumulator's frees with its window)
             if self.down_slots is not None and step.opens[self.j]:
                 self.phase = "slot"
                 if eng.rec is not None:

@@ -4,7 +4,9 @@ keeps, and pick the mapping with the fewest estimated cycles (then the fewest DR
 Search space (``mapping.py``; enumerated and bounded in ``mapper_space.py``): every step tile the
 unit offers (``ComputeUnit.step_tiles``) whose tiles fit the innermost buffers; both outer orders (m
 or n outermost); blocks of the outer dimension in every divisor of its tile count (a block of 1 is
-the plain nest, a block of all tiles the other order); and per on-chip level the keep position of
+the plain nest, a block of all tiles the other order); K innermost or, for blocks of more than
+one tile, above the block loop (the accumulator level then holds the block's partial sums across
+K, where its slots fit them); and per on-chip level the keep position of
 each operand it stages, chosen outermost level first so that an inner level never keeps more of an
 operand than its parent (it can only hold what came through). A level's choice minimises the time
 its parent link spends bringing data in (bytes crossing ÷ hop bandwidth), among the choices whose
@@ -12,8 +14,10 @@ double-buffered footprints fit its capacity; more capacity only adds choices.
 
 Score: candidates are ranked by a fast bound (:func:`_evaluate`: the slowest of compute, every
 port and the single-step windows' slots, plus fill and bubbles, × (1 + steps / STEP_WEIGHT));
-the best-ranked candidate of each of the RESCORE best-ranked step tiles is re-scored by the
-closed-form model (``twin.py``) and the best of those wins. The search is pruned without
+the best-ranked candidate with K innermost of each of the RESCORE best-ranked step tiles is
+re-scored by the closed-form model (``twin.py``), with the tile's best-ranked K-above candidate
+when that ranks better; the best K-innermost one wins unless a K-above one beats it by
+K_ABOVE_MARGIN. The search is pruned without
 changing the result (:func:`_shortlist`): each step tile has a lower bound on its candidates'
 rank, so tiles are searched best bound first and the search stops once no further tile can
 enter the shortlist. Mappings are cached by (architecture content, op shape, precision and
@@ -24,13 +28,12 @@ against recorded ones.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from accel_sim.arch.schema import Arch
 from accel_sim.dataflow.plan import MatmulOp
-from accel_sim.engine.mapper_space import (  # noqa: F401 - candidates, estimate: public here too
+from accel_sim.engine.mapper_space import (  # noqa: F401 - candidates: public here too
     STEP_WEIGHT,
-    Estimate,
     _evaluate,
     _keep,
     _nests,
@@ -38,12 +41,24 @@ from accel_sim.engine.mapper_space import (  # noqa: F401 - candidates, estimate
     _tile_costs,
     _tiles,
     candidates,
-    estimate,
 )
 from accel_sim.engine.mapping import Mapping
 from accel_sim.engine.program import Program
 from accel_sim.engine.twin import twin_cycles
 from accel_sim.errors import UserInputError
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Closed-form costs of one mapping (cycles and bytes)."""
+
+    cycles: int
+    compute_cycles: int
+    port_cycles: dict
+    link_bytes: tuple[int, ...]
+    dram_bytes: int
+    bound: str  # what binds: "compute" or a port label
+
 
 _CACHE: dict[tuple[str, MatmulOp], Mapping] = {}
 _CACHE_LIMIT = 20000
@@ -103,9 +118,9 @@ def _shortlist(space: _Space) -> list[tuple]:
 
 #: The closed-form model's gain (fraction of cycles) that the best mapping with K above the
 #: block loop must show over the best with K innermost to be chosen: the model underestimates
-#: some of those mappings (slot and latency chains across the K loop that it does not model) by
-#: up to ~11 % on the agreement grid (``benchmarks/bench_engine.py``), so a smaller predicted
-#: gain may be none.
+#: a few of those mappings (the next window's prefetch queued ahead of the current window's
+#: tiles on a shared DRAM port, which it does not model) by up to 4.9 % on the agreement grid
+#: (``benchmarks/bench_engine.py``), so a smaller predicted gain may be none.
 K_ABOVE_MARGIN = 0.05
 
 
@@ -140,6 +155,23 @@ def _best(arch: Arch, op: MatmulOp) -> Mapping:
         if top[0][0] < (1 - K_ABOVE_MARGIN) * best[0][0]:
             return top[1]
     return best[1]
+
+
+def estimate(arch: Arch, op: MatmulOp, mapping: Mapping) -> Estimate:
+    """The closed-form model of a mapping (the twin, ``twin.py``) with its byte totals and the
+    resource that binds (the one with the most busy cycles)."""
+    prog = Program(arch, op, mapping)
+    mem = prog.memory
+    busy: dict = {}
+    for link, nbytes in zip(prog.links, prog.link_bytes):
+        for port, cycles in mem.port_cycles(link.src, link.dst, nbytes):
+            label = f"{arch.memory[port[0]].name}:{port[1]}"
+            busy[label] = busy.get(label, 0) + cycles
+    compute = prog.compute_cycles
+    slowest = max(busy.items(), key=lambda kv: kv[1], default=("compute", 0))
+    bound = slowest[0] if slowest[1] > compute else "compute"
+    dram = sum(b for ln, b in zip(prog.links, prog.link_bytes) if 0 in (ln.src, ln.dst))
+    return Estimate(twin_cycles(prog), compute, busy, prog.link_bytes, dram, bound)
 
 
 def map_matmul(arch: Arch, op: MatmulOp) -> Mapping:

@@ -1,13 +1,14 @@
 """The mapper's search space and its fast bound.
 
 A candidate is a step tile the unit offers, an outer loop order with a block of the outer
-dimension, and per on-chip level the keep position (and buffer count) of each operand it stages
-(``mapping.py``). :class:`_Space` holds what every candidate of one (architecture, op) shares;
-:func:`_tile_costs` what every candidate of one step tile shares, with a lower bound on their
-rank; :func:`_evaluate` ranks one loop nest (the slowest of compute, every port and the
-single-step windows' slots, plus fill and bubbles) after choosing, outermost level first, the
-keep positions that minimise each parent link's time within the level's capacity.
-:func:`candidates` enumerates the whole space (the exhaustive search the mapper prunes).
+dimension, K innermost or above the block loop, and per on-chip level the keep position (and
+buffer count) of each operand it stages (``mapping.py``). :class:`_Space` holds what every
+candidate of one (architecture, op) shares; :func:`_tile_costs` what every candidate of one step
+tile shares, with a lower bound on their rank; :func:`_evaluate` ranks one loop nest (the slowest
+of compute, every port and the single-step windows' slots, plus fill and bubbles) after
+choosing, outermost level first, the keep positions that minimise each parent link's time within
+the level's capacity. :func:`candidates` enumerates the whole space (the exhaustive search the
+mapper prunes).
 """
 
 from __future__ import annotations
@@ -28,8 +29,7 @@ from accel_sim.engine.mapping import (
     positions,
 )
 from accel_sim.engine.memory import MemorySystem
-from accel_sim.engine.program import Program, operand_bytes, step_busy_cycles, tile_bytes
-from accel_sim.engine.twin import twin_cycles
+from accel_sim.engine.program import operand_bytes, step_busy_cycles, tile_bytes
 
 #: Simulation cost in the objective: a mapping's cycles count ``× (1 + steps / STEP_WEIGHT)``,
 #: so of two mappings within ~0.1 % of each other the one with far fewer steps (larger tiles,
@@ -44,18 +44,6 @@ def _divisors(n: int, limit: int = 8) -> list[int]:
         return divs
     picks = {divs[round(i * (len(divs) - 1) / (limit - 1))] for i in range(limit)}
     return sorted(picks)
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """Closed-form costs of one mapping (cycles and bytes)."""
-
-    cycles: int
-    compute_cycles: int
-    port_cycles: dict
-    link_bytes: tuple[int, ...]
-    dram_bytes: int
-    bound: str  # what binds: "compute" or a port label
 
 
 class _Space:
@@ -344,23 +332,6 @@ def _evaluate(space: _Space, costs: _TileCosts, loops: tuple[Loop, ...]):
 def _keep(chosen: dict) -> tuple:
     """``Mapping.keep`` of the choices of :func:`_evaluate`."""
     return tuple(sorted((k, c[0], c[1]) for k, c in chosen.items()))
-
-
-def estimate(arch: Arch, op: MatmulOp, mapping: Mapping) -> Estimate:
-    """The closed-form model of a mapping (the twin, ``twin.py``) with its byte totals and the
-    resource that binds (the one with the most busy cycles)."""
-    prog = Program(arch, op, mapping)
-    mem = prog.memory
-    busy: dict = {}
-    for link, nbytes in zip(prog.links, prog.link_bytes):
-        for port, cycles in mem.port_cycles(link.src, link.dst, nbytes):
-            label = f"{arch.memory[port[0]].name}:{port[1]}"
-            busy[label] = busy.get(label, 0) + cycles
-    compute = prog.compute_cycles
-    slowest = max(busy.items(), key=lambda kv: kv[1], default=("compute", 0))
-    bound = slowest[0] if slowest[1] > compute else "compute"
-    dram = sum(b for ln, b in zip(prog.links, prog.link_bytes) if 0 in (ln.src, ln.dst))
-    return Estimate(twin_cycles(prog), compute, busy, prog.link_bytes, dram, bound)
 
 
 def _tiles(space: _Space) -> list[StepTile]:
