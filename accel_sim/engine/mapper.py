@@ -117,10 +117,10 @@ def _shortlist(space: _Space) -> list[tuple]:
 
 
 #: The closed-form model's gain (fraction of cycles) that the best mapping with K above the
-#: block loop must show over the best with K innermost to be chosen: the model underestimates
-#: a few of those mappings (the next window's prefetch queued ahead of the current window's
-#: tiles on a shared DRAM port, which it does not model) by up to 4.9 % on the agreement grid
-#: (``benchmarks/bench_engine.py``), so a smaller predicted gain may be none.
+#: block loop must show over the best with K innermost to be chosen: on the agreement grids of
+#: seeds 7-11 (``benchmarks/bench_engine.py``, 1,500 cases) the model underestimates the DES on
+#: such mappings by up to 2.3 % (and overestimates by up to 6.5 %), so a smaller predicted gain
+#: may be none; the margin keeps about twice that.
 K_ABOVE_MARGIN = 0.05
 
 

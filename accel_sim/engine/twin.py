@@ -38,6 +38,7 @@ from accel_sim.engine.twin_steps import (  # noqa: F401 - step_busy, output_tile
     _group_loop,
     _inside_k,
     _last_tiles,
+    _prefetch_idle,
     _tile_code,
     _tile_steps,
     _turnover,
@@ -71,8 +72,11 @@ def body_cycles(program: Program, fill: int = 0, ports: dict | None = None) -> i
         groups[outer] = (total, busy)
     if g >= 0 and program.count[g] > 1:
         for outer, (_, busy) in groups.items():
+            extra = _prefetch_idle(program, g, radix, outer, busy)  # on the group's own work
             for port, idle in _turnover(program, g, radix, outer).items():
                 busy[port] += idle
+            for resource, idle in extra.items():
+                busy[resource] += idle
     spill = _carry_spills(program, g, groups)
 
     def span(busy):

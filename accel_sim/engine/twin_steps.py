@@ -234,6 +234,48 @@ def _turnover(program: Program, g: int, radix: int, outer: int) -> dict[object, 
     return idle
 
 
+def _prefetch_idle(program: Program, g: int, radix: int, outer: int,
+                   busy: dict) -> dict[object, float]:  # fmt: skip
+    """With K above the block loop, what a group of class ``outer`` (``busy``: its totals) loses
+    to the next window's tile of an input whose window is one group (:func:`_group_window`):
+    it is requested as soon as its slot frees and queues on the port ahead of the current
+    window's later tiles.
+
+    * When the port is behind (its work exceeds the group's compute by more than the source
+      latency), the window ends only after those tiles, their latency and its last step's
+      compute, and the window ``slots`` later cannot load before it has: the port idles for the
+      latency and that compute once per ``slots`` windows.
+    * Otherwise an operand streamed one tile per step on the same port (``s`` slots: ``s − 1``
+      steps of prefetch) waits out that transfer once per window: the unit stalls for the
+      transfer, its own tile and latency, less the prefetched steps' compute (the port's slot
+      turnover, :func:`_turnover`, happens during that stall)."""
+    if _inside_k(program) < 2:
+        return {}
+    links, hops = _plan(program)[:2]
+    mem = program.memory
+    last = 2 if program.count[g] > 1 else 3
+    first, middle = program.class_of(outer), program.class_of(outer + last * radix)
+    out: dict[object, float] = {}
+    for j, _, _, latency, slots, group_window in hops:
+        if not group_window:
+            continue
+        ports = set(mem.hop_ports(*links[j]))
+        transfer = mem.transfer_cycles(*links[j], first.link_bytes[j])
+        for y, _, _, y_latency, y_slots, _ in hops:
+            operand = program.links[y].operand
+            if (operand == program.links[j].operand or not middle.link_bytes[y]
+                    or not ports & set(mem.hop_ports(*links[y]))):  # fmt: skip
+                continue  # no later tile of the window on the port
+            behind = [p for p in ports if busy.get(p, 0) > busy["compute"] + latency]
+            for port in behind:
+                out[port] = max(out.get(port, 0), (latency + middle.compute_cycles) / slots)
+            if not behind and program.window(operand, links[y][1])[0] >= g:
+                own = mem.transfer_cycles(*links[y], middle.link_bytes[y])
+                stall = transfer + own + y_latency - (y_slots - 1) * middle.compute_cycles
+                out["compute"] = max(out.get("compute", 0), stall)
+    return out
+
+
 def _digit_count(count: int, digit: int) -> int:
     """Steps of one sweep of a loop of ``count`` iterations whose index class is ``digit``."""
     return {0: 1, 1: count - 2, 2: 1, 3: 1}[digit]
