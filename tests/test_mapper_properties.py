@@ -100,8 +100,12 @@ def test_pruned_search_shortlists_what_the_full_search_does(arch, dataflow, M, K
     for op in plan.matmuls:
         op = replace(op, count=count)
         full, tiles = [], set()
-        for entry in sorted(mapper.candidates(machine, op), key=lambda e: e[:2]):
-            if entry[2].tile not in tiles and len(full) < mapper.RESCORE:
-                tiles.add(entry[2].tile)
-                full.append(entry)
+        every = sorted(mapper.candidates(machine, op), key=lambda e: e[:2])
+        for entry in every:
+            tile = entry[2].tile
+            if entry[2].loops[-1].dim == "k" and tile not in tiles and len(full) < mapper.RESCORE:
+                tiles.add(tile)
+                # the tile's best with K above the block loop, if it ranks strictly better
+                above = [e for e in every if e[2].tile == tile and e[2].loops[-1].dim != "k"]
+                full.append((*entry, above[0] if above and above[0][0] < entry[0] else None))
         assert mapper._shortlist(mapper._Space(machine, op)) == full

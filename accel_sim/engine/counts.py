@@ -44,9 +44,9 @@ class ActionCounts:
 def matmul_counts(program: Program) -> ActionCounts:
     """Exact counts of one matmul: transfers over every hop, plus the compute unit's own reads of
     its innermost A/B buffers (each step reads its tiles once) and accumulator read-modify-writes
-    in the innermost C level (a read except on the first k-step, a write every step). Scale
-    streams are in both: in the hops' bytes (``Program.link_bytes``) and, for block scales, in
-    the unit's reads of its tiles (:func:`~accel_sim.engine.program.operand_bytes`). With
+    in the innermost C level (a read except on an output tile's first k-step, a write every
+    step). Scale streams are in both: in the hops' bytes (``Program.link_bytes``) and, for block
+    scales, in the unit's reads of its tiles (:func:`~accel_sim.engine.program.operand_bytes`). With
     ``op.decode``, every element of those A and B reads is decoded once as it enters the array."""
     arch, op = program.arch, program.op
     counts = ActionCounts()
@@ -65,7 +65,7 @@ def matmul_counts(program: Program) -> ActionCounts:
             counts.decodes[op.decode] += n * (a_elements + b_elements)
         acc = tile_bytes(ext["m"], ext["n"], acc_bits)
         counts.bytes_written[l0["C"]] += n * acc
-        if not program.class_of(code).opens_accumulator:
+        if not program.class_of(code).starts_tile:
             counts.bytes_read[l0["C"]] += n * acc
     counts.vector_ops += op.M * op.N * op.count * op.epilogue_ops_per_output
     return counts

@@ -8,9 +8,10 @@ Processes (one per pipeline stage, all holding their state in attributes):
   (:meth:`~accel_sim.engine.memory.MemorySystem.hop_ports`) for the transfer time; when the step
   closes the source level's window it frees that slot; and it hands a token on to the next hop,
   whose data is usable ``latency_cycles`` of the source after the transfer ends;
-* the **compute** process: waits for the step's A and B tokens and, when a new output tile starts,
-  a free accumulator slot; is busy for the step's time (``Program.class_of``); frees the innermost
-  A/B slots when their windows close;
+* the **compute** process: waits for the step's A and B tokens and, when a new accumulator window
+  starts (one output tile, or a block of them when K is above the block loop), a free accumulator
+  slot, which the first C mover frees once the window's last tile has left; is busy for the
+  step's time (``Program.class_of``); frees the innermost A/B slots when their windows close;
 * an optional **epilogue** on the vector unit (dequantize) and a **mover** per hop of C back out.
 
 Token queues between stages hold at most ``QUEUE_DEPTH`` steps (a DMA engine's command queue):
@@ -109,7 +110,6 @@ class _Mover(_Proc):
         self.latency = prog.memory.latency(link.src)
         self.upstream, self.up_slots, self.down_slots = upstream, up_slots, down_slots
         self.out_store, self.last_index = out_store, last_index
-        self.is_output = link.operand == "C"
         self._plans: dict[int, tuple] = {}  # per transfer size: its ports, cycles, release order
         self.track = f"{link.label(prog.arch)} {link.operand}"
         self.process = self.env.process(self.run())
@@ -164,7 +164,8 @@ class _Mover(_Proc):
             elif self.idx > self.last_index:
                 return
             step = eng.program.step_at(self.idx)
-            if self.down_slots is not None and (self.is_output or step.opens[self.j]):
+            # (C: every tile opens a slot further out; the accumulator's frees with its window)
+            if self.down_slots is not None and step.opens[self.j]:
                 self.phase = "slot"
                 if eng.rec is not None:
                     dst = eng.program.arch.memory[self.link.dst].name
@@ -178,7 +179,7 @@ class _Mover(_Proc):
             if nbytes:
                 yield from self._transfer(nbytes)
                 ready = env.now + self.latency
-            if self.up_slots is not None and (self.is_output or step.closes_src[self.j]):
+            if self.up_slots is not None and step.closes_src[self.j]:
                 simpy_adapter.put_slot(self.up_slots)
             if self.out_store is not None:
                 self.phase = "put"

@@ -1,13 +1,14 @@
 """The mapper's search space and its fast bound.
 
 A candidate is a step tile the unit offers, an outer loop order with a block of the outer
-dimension, and per on-chip level the keep position (and buffer count) of each operand it stages
-(``mapping.py``). :class:`_Space` holds what every candidate of one (architecture, op) shares;
-:func:`_tile_costs` what every candidate of one step tile shares, with a lower bound on their
-rank; :func:`_evaluate` ranks one loop nest (the slowest of compute, every port and the
-single-step windows' slots, plus fill and bubbles) after choosing, outermost level first, the
-keep positions that minimise each parent link's time within the level's capacity.
-:func:`candidates` enumerates the whole space (the exhaustive search the mapper prunes).
+dimension, K innermost or above the block loop, and per on-chip level the keep position (and
+buffer count) of each operand it stages (``mapping.py``). :class:`_Space` holds what every
+candidate of one (architecture, op) shares; :func:`_tile_costs` what every candidate of one step
+tile shares, with a lower bound on their rank; :func:`_evaluate` ranks one loop nest (the slowest
+of compute, every port and the single-step windows' slots, plus fill and bubbles) after
+choosing, outermost level first, the keep positions that minimise each parent link's time within
+the level's capacity. :func:`candidates` enumerates the whole space (the exhaustive search the
+mapper prunes).
 """
 
 from __future__ import annotations
@@ -20,16 +21,22 @@ import numpy as np
 from accel_sim.arch.schema import Arch
 from accel_sim.arch.units.base import StepTile
 from accel_sim.dataflow.plan import MatmulOp
-from accel_sim.engine.mapping import OPERAND_DIMS, Loop, Mapping, nest, positions
+from accel_sim.engine.mapping import (
+    OPERAND_DIMS,
+    Loop,
+    Mapping,
+    accumulator_position,
+    footprint,
+    nest,
+    positions,
+)
 from accel_sim.engine.memory import MemorySystem
 from accel_sim.engine.program import (
-    Program,
     operand_bytes,
     scale_bytes,
     step_busy_cycles,
     tile_bytes,
 )
-from accel_sim.engine.twin import twin_cycles
 
 #: Simulation cost in the objective: a mapping's cycles count ``× (1 + steps / STEP_WEIGHT)``,
 #: so of two mappings within ~0.1 % of each other the one with far fewer steps (larger tiles,
@@ -44,18 +51,6 @@ def _divisors(n: int, limit: int = 8) -> list[int]:
         return divs
     picks = {divs[round(i * (len(divs) - 1) / (limit - 1))] for i in range(limit)}
     return sorted(picks)
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """Closed-form costs of one mapping (cycles and bytes)."""
-
-    cycles: int
-    compute_cycles: int
-    port_cycles: dict
-    link_bytes: tuple[int, ...]
-    dram_bytes: int
-    bound: str  # what binds: "compute" or a port label
 
 
 class _Space:
@@ -124,12 +119,32 @@ class _Space:
             return tile_bytes(ext[d0], ext[d1], self.op.accumulator_bits)
         return operand_bytes(self.op, operand, ext[d0], ext[d1])
 
-    def c_staging(self, level: int, tile: StepTile) -> int:
-        """Bytes a level reserves for output tiles (accumulators at the innermost C level)."""
+    def c_staging(self, level: int, tile: StepTile, acc: int | None = None) -> int:
+        """Bytes a level reserves for output tiles (accumulators at the innermost C level):
+        its buffers × one tile, or × ``acc`` bytes at the accumulator level when one slot holds
+        several tiles (K above the inner block: :meth:`block_budget`)."""
         if level not in self.path["C"][1:]:
             return 0
         lv = self.arch.memory[level]
+        if acc is not None and level == self.inner["C"]:
+            return lv.buffers * acc
         return lv.buffers * self.tile_bytes("C", tile, level == self.inner["C"])
+
+    def block_budget(self, tile: StepTile, loops: tuple[Loop, ...], budget: dict) -> dict | None:
+        """Per level, the bytes left for A and B (``budget``: :attr:`_TileCosts.budget`) when
+        the accumulator level keeps C at the K loop (:func:`mapping.accumulator_position`): each
+        of its slots holds the accumulator-width C tiles of the loops inside K. None when they do
+        not fit; ``budget`` itself when K is innermost."""
+        p = accumulator_position(loops)
+        if p is None:
+            return budget
+        level = self.inner["C"]
+        rows, cols = footprint(tile, loops, "C", p, self.size)
+        acc = tile_bytes(rows, cols, self.op.accumulator_bits)
+        left = self.arch.memory[level].capacity_bytes - self.c_staging(level, tile, acc)
+        if left < 0:
+            return None
+        return {**budget, level: left} if level in budget else budget
 
     def shortfall(self, tile: StepTile) -> tuple[str, int, int] | None:
         """The first on-chip level that cannot hold double-buffered step tiles of what it
@@ -300,12 +315,19 @@ def _evaluate(space: _Space, costs: _TileCosts, loops: tuple[Loop, ...]):
     The bound: the slowest of the unit (every step at its exact time), every port (bytes
     crossing each link) and every single-step window's slots, plus the first tiles' path to the
     unit and the bubbles of single-buffered windows."""
+    budget = space.block_budget(costs.tile, loops, costs.budget)
+    if budget is None:
+        return None
     positions = {x: _positions(space, costs.tile, loops, x) for x in "AB"}
     floor = {"A": 1, "B": 1}
     chosen = {}
+    acc = accumulator_position(loops)
+    if acc is not None:  # the accumulator level keeps C at the K loop, in all its slots
+        level = space.inner["C"]
+        chosen[("C", level)] = (acc, space.arch.memory[level].buffers)
     for level, operands in space.levels:
         opts = [_options(space, costs, positions[x], x, level, floor[x]) for x in operands]
-        choice = _pick(opts, costs.budget[level])
+        choice = _pick(opts, budget[level])
         if choice is None:
             return None
         for x, c in zip(operands, choice):
@@ -332,23 +354,6 @@ def _evaluate(space: _Space, costs: _TileCosts, loops: tuple[Loop, ...]):
 def _keep(chosen: dict) -> tuple:
     """``Mapping.keep`` of the choices of :func:`_evaluate`."""
     return tuple(sorted((k, c[0], c[1]) for k, c in chosen.items()))
-
-
-def estimate(arch: Arch, op: MatmulOp, mapping: Mapping) -> Estimate:
-    """The closed-form model of a mapping (the twin, ``twin.py``) with its byte totals and the
-    resource that binds (the one with the most busy cycles)."""
-    prog = Program(arch, op, mapping)
-    mem = prog.memory
-    busy: dict = {}
-    for link, nbytes in zip(prog.links, prog.link_bytes):
-        for port, cycles in mem.port_cycles(link.src, link.dst, nbytes):
-            label = f"{arch.memory[port[0]].name}:{port[1]}"
-            busy[label] = busy.get(label, 0) + cycles
-    compute = prog.compute_cycles
-    slowest = max(busy.items(), key=lambda kv: kv[1], default=("compute", 0))
-    bound = slowest[0] if slowest[1] > compute else "compute"
-    dram = sum(b for ln, b in zip(prog.links, prog.link_bytes) if 0 in (ln.src, ln.dst))
-    return Estimate(twin_cycles(prog), compute, busy, prog.link_bytes, dram, bound)
 
 
 def _tiles(space: _Space) -> list[StepTile]:
@@ -389,11 +394,19 @@ def _tiles(space: _Space) -> list[StepTile]:
 
 def _nests(space: _Space, costs: _TileCosts):
     """The loop nests of one step tile, in the search's order: both outer orders, and per
-    order every block of the outer dimension (:func:`_divisors` of its tile count)."""
-    for outer in ("mn", "nm"):
-        x = outer[0]
-        for block in _divisors(costs.n[x]):
-            yield nest(costs.tile, space.op.count, costs.n, outer, outer, {x: block, outer[1]: 1})
+    order every block of the outer dimension (:func:`_divisors` of its tile count) with K
+    innermost; then the same with K above the block loop (blocks of more than one tile, K of
+    more than one step: otherwise the nest is one of the first)."""
+    n, count = costs.n, space.op.count
+    for k_above in (False, True):
+        if k_above and n["k"] < 2:
+            return
+        for outer in ("mn", "nm"):
+            x = outer[0]
+            for block in _divisors(n[x]):
+                if not k_above or block > 1:
+                    yield nest(costs.tile, count, n, outer, outer, {x: block, outer[1]: 1},
+                               k_above)  # fmt: skip
 
 
 def candidates(arch: Arch, op: MatmulOp):

@@ -11,6 +11,13 @@ Loop nest (outermost first)::
               for k in step tiles of K:                   # innermost: partial sums stay put
                 step: C[tm×tn] += A[tm×tk] · B[tk×tn]
 
+or, with **K above the inner block** (``nest(..., k_above=True)``), ``b, X1, Y1, k, X0, Y0``:
+the accumulator level then holds the partial sums of the whole block (X0 × Y0 tiles) across the
+K loop, and an input tile that the inner loops do not index (A when the block runs over n) is
+reused across the block instead of crossing again for every output tile. The accumulator level
+keeps C at the K loop's position (:func:`accumulator_position`); an output tile is complete when
+the K loop is at its last index (``program.py``).
+
 A block is a whole number of step tiles that divides the dimension's tile count, so the nest is
 regular (every loop has a fixed trip count) and only the very last tile of a dimension is short.
 
@@ -96,13 +103,7 @@ class Mapping:
 
     def footprint(self, operand: str, p: int, size: dict[str, int]) -> tuple[int, int]:
         """(rows, cols) in elements of ``operand``'s footprint at position ``p``."""
-        tile = {"m": self.tile.tm, "k": self.tile.tk, "n": self.tile.tn}
-        ext = dict(tile)
-        for loop in self.loops[p:]:
-            if loop.dim in ext:
-                ext[loop.dim] *= loop.count
-        d0, d1 = OPERAND_DIMS[operand]
-        return min(ext[d0], size[d0]), min(ext[d1], size[d1])
+        return footprint(self.tile, self.loops, operand, p, size)
 
     def describe_loops(self) -> list[str]:
         """Loop names, outermost first: ``b`` for instances, then ``m1 n1 m0 n0 k0`` (the digit
@@ -116,15 +117,38 @@ class Mapping:
         return names[::-1]
 
 
+def footprint(tile: StepTile, loops: tuple[Loop, ...], operand: str, p: int,
+              size: dict[str, int]) -> tuple[int, int]:  # fmt: skip
+    """(rows, cols) in elements of ``operand``'s footprint at position ``p`` of ``loops``: a
+    step tile grown by every loop at positions ≥ p over its dimensions, clipped to ``size``."""
+    ext = {"m": tile.tm, "k": tile.tk, "n": tile.tn}
+    for loop in loops[p:]:
+        if loop.dim in ext:
+            ext[loop.dim] *= loop.count
+    d0, d1 = OPERAND_DIMS[operand]
+    return min(ext[d0], size[d0]), min(ext[d1], size[d1])
+
+
 def nest(tile: StepTile, count: int, n_tiles: dict[str, int], outer: str, inner: str,
-         block: dict[str, int]) -> tuple[Loop, ...]:  # fmt: skip
+         block: dict[str, int], k_above: bool = False) -> tuple[Loop, ...]:  # fmt: skip
     """The loop nest for ``outer``/``inner`` orders ("mn" or "nm") and blocks of ``block[d]``
-    step tiles (which must divide ``n_tiles[d]``)."""
+    step tiles (which must divide ``n_tiles[d]``); the K loop innermost, or with ``k_above``
+    just above the inner block loops."""
     loops = [Loop("b", count)]
     loops += [Loop(d, n_tiles[d] // block[d]) for d in outer]
-    loops += [Loop(d, block[d]) for d in inner]
-    loops.append(Loop("k", n_tiles["k"]))
-    return tuple(loops)
+    k = [Loop("k", n_tiles["k"])]
+    loops += (k if k_above else []) + [Loop(d, block[d]) for d in inner]
+    return tuple(loops + ([] if k_above else k))
+
+
+def accumulator_position(loops: tuple[Loop, ...]) -> int | None:
+    """Where the accumulator level keeps C when K is not innermost: the position of the K loop
+    (its footprint is the C tiles of the loops inside it); None when K is innermost (or has one
+    trip, or nothing inside it iterates): one output tile at a time, the level's default."""
+    k = next((j for j, loop in enumerate(loops) if loop.dim == "k"), None)
+    if k is None or loops[k].count < 2 or all(loop.count < 2 for loop in loops[k + 1 :]):
+        return None
+    return k
 
 
 def positions(tile: StepTile, loops: tuple[Loop, ...], operand: str,

@@ -14,6 +14,13 @@ whose loop classes are known:
 * it **closes** when every loop inside R is at its last index (R changes next);
 * the step's tile **crosses** into the level when every loop inside R that does *not* index the
   operand is at its first index (first touch of the tile within the window).
+
+The accumulator level (the innermost C level) keeps C the same way, mirrored: its window (one
+accumulator slot: one output tile when K is innermost, a block of them when K is above the
+block loop) opens and closes as above; a step **starts** an output tile (no partial sum to read)
+when every loop inside R that does not index C (K) is at its first index, and **completes** it
+(the tile leaves over the C links, its epilogue runs) when every such loop is at its last index.
+The slot is freed once the window's last tile has left the level.
 """
 
 from __future__ import annotations
@@ -57,8 +64,9 @@ class StepClass:
 
     Per link of :attr:`Program.links`: ``link_bytes`` crossing it at this step, ``opens`` (the
     destination opens a footprint window: a slot is taken) and ``closes_src`` (the source's
-    window ends with this step: its slot is freed once the hop has read it). ``closes_l0`` per
-    input operand frees the innermost slot after compute.
+    window ends with this step: its slot is freed once the hop has read it; for the first C
+    link, the accumulator window's). ``closes_l0`` per input operand frees the innermost slot
+    after compute.
     """
 
     compute_cycles: int
@@ -66,9 +74,10 @@ class StepClass:
     opens: tuple[bool, ...]
     closes_src: tuple[bool, ...]
     closes_l0: tuple[bool, bool]  # A, B
-    opens_accumulator: bool
-    closes_accumulator: bool
+    opens_accumulator: bool  # the accumulator window opens: the compute takes a slot
+    closes_accumulator: bool  # the step completes an output tile (it leaves, epilogue runs)
     outputs: int  # output elements completed (for the epilogue)
+    starts_tile: bool  # the output tile's first K step: no partial sum to read
 
 
 def tile_bytes(rows: int, cols: int, bits: float) -> int:
@@ -222,7 +231,7 @@ class Program(ClassPeriods):
                  scale_bytes(op, operand, ext[d0], ext[d1]) if epilogue else 0)
                 for operand, d0, d1, _, _, _, epilogue in self._link_plan
             )  # fmt: skip
-            hit = self._edges[key] = (ext, nbytes, self._step_cycles(ext, False),
+            hit = self._edges[key] = (ext, nbytes, self._step_cycles(ext),
                                       ext["m"] * ext["n"])  # fmt: skip
         return hit
 
@@ -234,8 +243,9 @@ class Program(ClassPeriods):
         op, plan = self.op, []
         for link in self.links:
             d0, d1 = OPERAND_DIMS[link.operand]
-            if link.operand == "C":
-                plan.append(("C", d0, d1, None, None, None, False))
+            if link.operand == "C":  # r_src "acc": the hop out of the accumulator level
+                src = "acc" if link.src == self.inner["C"] else None
+                plan.append(("C", d0, d1, None, None, src, False))
                 continue
             r_dst, others = self.window(link.operand, link.dst)
             r_src = self.window(link.operand, link.src)[0] if link.src != 0 else None
@@ -246,10 +256,11 @@ class Program(ClassPeriods):
 
     @cached_property
     def _class_plan(self) -> tuple:
-        """Window loops :meth:`_build_class` reads (computed once): the accumulator's, the
-        innermost A and B levels', and the once-per-matmul unit cycles."""
+        """Window loops :meth:`_build_class` reads (computed once): the accumulator's and the
+        loops inside it that do not index C (K), the innermost A and B levels', and the
+        once-per-matmul unit cycles."""
         inner = self.inner
-        return (self.window("C", inner["C"])[0], self.window("A", inner["A"])[0],
+        return (*self.window("C", inner["C"]), self.window("A", inner["A"])[0],
                 self.window("B", inner["B"])[0],
                 self.unit.once_cycles(self.mapping.tile, self.rate))  # fmt: skip
 
@@ -264,18 +275,23 @@ class Program(ClassPeriods):
             first[i] = first[i + 1] and (c == FIRST or c == ONLY)
             last[i] = last[i + 1] and (c == LAST or c == ONLY)
         ext, nbytes, cycles, outputs = self._edge_data(digits)
-        r_acc, r_a, r_b, once = self._class_plan
+        r_acc, k_loops, r_a, r_b, once = self._class_plan
         acc_open, acc_close = first[r_acc + 1], last[r_acc + 1]
+        # an output tile starts at its first K step and is complete at its last
+        starts = all(digits[i] == FIRST or digits[i] == ONLY for i in k_loops)
+        done = all(digits[i] == LAST or digits[i] == ONLY for i in k_loops)
         link_bytes, link_opens, link_closes = [], [], []
         for (operand, _, _, r_dst, others, r_src, _), (tile, scale) in zip(self._link_plan,
                                                                            nbytes):  # fmt: skip
             if operand == "C":
-                link_bytes.append(tile if acc_close else 0)
-                link_opens.append(acc_close)
-                link_closes.append(acc_close)
+                link_bytes.append(tile if done else 0)
+                link_opens.append(done)
+                # the accumulator slot is freed after the window's last tile; a staging slot
+                # further out after each tile
+                link_closes.append(acc_close if r_src == "acc" else done)
                 continue
             moved = tile if all(digits[i] == FIRST or digits[i] == ONLY for i in others) else 0
-            if acc_open:  # epilogue scales (0 bytes on other links): once per output tile
+            if starts:  # epilogue scales (0 bytes on other links): once per output tile
                 moved += scale
             link_bytes.append(moved)
             link_opens.append(first[r_dst + 1])
@@ -289,11 +305,12 @@ class Program(ClassPeriods):
             closes_src=tuple(link_closes),
             closes_l0=(last[r_a + 1], last[r_b + 1]),
             opens_accumulator=acc_open,
-            closes_accumulator=acc_close,
-            outputs=outputs if acc_close else 0,
+            closes_accumulator=done,
+            outputs=outputs if done else 0,
+            starts_tile=starts,
         )
 
-    def _step_cycles(self, ext: dict[str, int], acc_open: bool) -> int:
+    def _step_cycles(self, ext: dict[str, int]) -> int:
         return step_busy_cycles(self.arch, self.memory, self.op, self.mapping.tile, self.rate,
                                 self.inner, ext["m"], ext["k"], ext["n"])  # fmt: skip
 

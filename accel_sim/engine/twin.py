@@ -23,6 +23,7 @@ lists the regimes where the model and the DES still differ and why.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 
 from accel_sim.engine.program import Program
@@ -35,6 +36,9 @@ from accel_sim.engine.twin_steps import (  # noqa: F401 - step_busy, output_tile
     _epilogue,
     _group_codes,
     _group_loop,
+    _inside_k,
+    _last_tiles,
+    _prefetch_idle,
     _tile_code,
     _tile_steps,
     _turnover,
@@ -68,14 +72,17 @@ def body_cycles(program: Program, fill: int = 0, ports: dict | None = None) -> i
             busy[resource] += cycles * times
     if g >= 0 and program.count[g] > 1:
         for outer, (_, busy) in groups.items():
+            extra = _prefetch_idle(program, g, radix, outer, busy)  # on the group's own work
             for port, idle in _turnover(program, g, radix, outer).items():
                 busy[port] += idle
+            for resource, idle in extra.items():
+                busy[resource] += idle
     spill = _carry_spills(program, g, groups)
 
     def span(busy):
         return max(c for r, c in busy.items() if r != _BUBBLE) + busy.get(_BUBBLE, 0)
 
-    n, spt = program.n_steps, _tile_steps(program)
+    n = program.n_steps
 
     def outer_of(code: int) -> int:
         return code - ((code // radix) % 4 if g >= 0 else 0) * radix
@@ -84,9 +91,9 @@ def body_cycles(program: Program, fill: int = 0, ports: dict | None = None) -> i
     # spill left with it (no successor); the tile before's way out is in the last group now
     last_group = outer_of(program.code(n - 1))
     adjusted: dict[int, dict] = {}
-    if n > spt:
+    for i in _last_tiles(program)[:-1]:  # K above the block loop: every tile of the last window
         busy = adjusted.setdefault(last_group, dict(groups[last_group][1]))
-        for resource, cycles in _downstream(program, program.code(n - 1 - spt)).items():
+        for resource, cycles in _downstream(program, program.code(i)).items():
             busy[resource] -= cycles
     if not spill:  # no group loop: the last step's way out is still in its group
         busy = adjusted.setdefault(last_group, dict(groups[last_group][1]))
@@ -197,8 +204,24 @@ def _drain(program: Program) -> int:
     """From the end of the last step's compute to the end: the last two output tiles' way out
     (epilogue, then every C hop) as a two-job flow shop — the previous tile, closed one output
     tile earlier (the last tile's busiest resource: its compute, or its loads), may still hold
-    the vector unit or a store port."""
+    the vector unit or a store port. With K above the block loop, every tile of the last window
+    (:func:`_last_tiles`), one closing per step, each step paced by its busiest resource."""
     n, spt = program.n_steps, _tile_steps(program)
+    jobs = _last_tiles(program)
+    if _inside_k(program) > 1:
+        closes = [0]  # when each job's step ends, relative to the last one's, latest first
+        for i in reversed(jobs[1:]):
+            busy = dict(step_busy(program, program.code(i)))
+            for resource, cycles in _downstream(program, program.code(i)).items():
+                busy[resource] -= cycles
+            closes.append(closes[-1] - max(busy.values()))
+        free: dict = {}
+        t_vec = end = -math.inf
+        for i, close in zip(jobs, reversed(closes)):
+            step = program.step_at(i)
+            t_vec = max(t_vec, close) + _epilogue(program, step.outputs)
+            end = _way_out(program, step, t_vec, free)
+        return max(0, end)
     last = program.step_at(n - 1)
     free: dict = {}
     t_vec = 0

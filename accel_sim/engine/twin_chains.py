@@ -7,7 +7,9 @@ every store after the first output tile, and the accumulator slots taken and fre
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
+
+import numpy as np
 
 from accel_sim.engine.program import Program
 from accel_sim.engine.twin_steps import (
@@ -15,6 +17,8 @@ from accel_sim.engine.twin_steps import (
     _chain,
     _downstream,
     _epilogue,
+    _inside_k,
+    _last_tiles,
     _port_totals,
     _tile_code,
     _tile_steps,
@@ -115,8 +119,9 @@ def _bounds(program: Program, fill: int, floor: int) -> int:
     if program.op.epilogue_ops_per_output:
         work = sum(entry[0] * _epilogue(program, entry[2].outputs) for entry in tiles.values())
         free: dict = {}
-        if n > spt:
-            _way_out(program, program.step_at(n - 1 - spt), -e_last, free)
+        before = _last_tiles(program)
+        if len(before) > 1:
+            _way_out(program, program.step_at(before[-2]), -e_last, free)
         best = max(best, fill + tiles[_tile_code(program, 0)][1] + work
                    + _way_out(program, last, 0, free))  # fmt: skip
     # accumulator slot chains
@@ -158,12 +163,20 @@ def _store_bound(program: Program, fill: int, ports: dict | None = None) -> int:
     loads, stores = _port_totals(program)
     if not any(stores.values()):
         return 0
-    group = min(program.count[-1], n)  # the K steps of the first output tile (k is innermost)
     ports = ports or {}
     compute, first_loads = 0, defaultdict(int)
-    # the group's steps by class: the innermost digit is first, middle (group − 2 of them), last
-    first = program.code(0)
-    classes = {first: 1} if group == 1 else {first: 1, first + 1: group - 2, first + 2: 1}
+    if _inside_k(program) > 1:
+        # K above the block loop: the first tile closes in the window's last K iteration, after
+        # every step before it
+        k_loops = program.window("C", program.inner["C"])[1]
+        group = 1 + sum((program.count[i] - 1) * math.prod(program.count[i + 1 :])
+                        for i in k_loops)  # fmt: skip
+        classes = Counter(program.codes_at(np.arange(group), canonical=False).tolist())
+    else:
+        group = min(program.count[-1], n)  # the K steps of the first output tile
+        # the group's steps by class: the innermost digit first, middle (group − 2), last
+        first = program.code(0)
+        classes = {first: 1} if group == 1 else {first: 1, first + 1: group - 2, first + 2: 1}
     for code, times in classes.items():
         if not times:
             continue

@@ -40,8 +40,9 @@ def step_busy(program: Program, code: int) -> dict[object, int]:
 def _plan(program: Program) -> tuple:
     """What :func:`_step_busy` needs about the program's links, computed once: per link its
     (src, dst, port rates); per input hop (link, next link or None, innermost-slot index,
-    source latency, destination slots); the C links; the accumulator slots; per staged C hop
-    (link, next link, source latency, destination slots); epilogue lanes."""
+    source latency, destination slots, window of one group: :func:`_group_window`); the C
+    links; the accumulator slots; per staged C hop (link, next link, source latency, destination
+    slots); epilogue lanes."""
     plan = program.__dict__.get("_twin_plan")
     if plan is None:
         mem = program.memory
@@ -52,7 +53,8 @@ def _plan(program: Program) -> tuple:
             for k, j in enumerate(chain):
                 nxt = chain[k + 1] if k + 1 < len(chain) else None
                 ln = program.links[j]
-                hops.append((j, nxt, l0, mem.latency(ln.src), program.buffers(operand, ln.dst)))
+                hops.append((j, nxt, l0, mem.latency(ln.src), program.buffers(operand, ln.dst),
+                             _group_window(program, operand, ln.dst)))  # fmt: skip
         c_chain = _chain(program, "C")
         staged = tuple((j, c_chain[k + 1], mem.latency(program.links[j].src),
                         program.buffers("C", program.links[j].dst))
@@ -81,12 +83,23 @@ def _step_busy(program: Program, code: int) -> dict[object, int]:
     hop = move[0]
     busy: dict[object, int] = {"compute": step.compute_cycles}
     busy.update(move[1])
-    for j, nxt, l0, latency, slots in hops:
+    ports = move[1]
+    for j, nxt, l0, latency, slots, group_window in hops:
         closes = step.closes_src[nxt] if nxt is not None else step.closes_l0[l0]
-        if not (step.opens[j] and closes and step.link_bytes[j]):
-            continue  # a window longer than one step: its slots amortise over the window
-        held = hop[j] + latency + (hop[nxt] if nxt is not None else step.compute_cycles)
-        busy[("slots", j)] = math.ceil(held / slots)
+        use = hop[nxt] if nxt is not None else step.compute_cycles
+        if step.opens[j] and closes and step.link_bytes[j]:
+            busy[("slots", j)] = math.ceil((hop[j] + latency + use) / slots)
+        elif group_window:
+            # a window of one group (one K iteration of a block): its slot is held from the
+            # transfers its first step waits for (everything that step puts on the hop's
+            # ports) and the source latency through every step's use; the later steps'
+            # transfers overlap the earlier steps' compute
+            held = use
+            if step.opens[j]:
+                src, dst = links[j]
+                held += latency + max(ports.get(p, 0) for p in mem.hop_ports(src, dst))
+            busy[("slots", j)] = held / slots
+        # otherwise a window longer than one step: its slots amortise over the window
     epilogue = 0
     if program.op.epilogue_ops_per_output and step.outputs:
         epilogue = math.ceil(step.outputs * program.op.epilogue_ops_per_output / lanes)
@@ -102,6 +115,18 @@ def _step_busy(program: Program, code: int) -> dict[object, int]:
         if step.link_bytes[j]:
             busy[("cslots", j)] = math.ceil((hop[j] + latency + hop[nxt]) / slots)
     return busy
+
+
+def _group_window(program: Program, operand: str, level: int) -> bool:
+    """Whether ``operand``'s window in ``level`` is one sweep of the innermost iterating loop
+    (a *group*) in a nest with K above the block loop: one K iteration of the block, whose
+    windows of every input open and close together (:func:`_step_busy` bounds their slots). With
+    K innermost such windows keep the plain amortisation (bounding them there moved the model
+    away from the DES on the agreement grid)."""
+    if _inside_k(program) < 2:
+        return False
+    r, g = program.window(operand, level)[0], _group_loop(program)
+    return r < g and all(program.count[i] == 1 for i in range(r + 1, g))
 
 
 def _group_loop(program: Program) -> int:
@@ -174,7 +199,7 @@ def _bubble(program: Program, code: int) -> int:
     step = program.class_of(code)
     links, hops = _plan(program)[:2]
     delay = 0
-    for j, nxt, l0, latency, slots in hops:
+    for j, nxt, l0, latency, slots, _ in hops:
         if slots != 1 or not step.opens[j]:
             continue
         if step.closes_src[nxt] if nxt is not None else step.closes_l0[l0]:
@@ -197,7 +222,7 @@ def _turnover(program: Program, g: int, radix: int, outer: int) -> dict[object, 
     links, hops = _plan(program)[:2]
     mem = program.memory
     idle: dict[object, int] = {}
-    for j, nxt, l0, latency, slots in hops:
+    for j, nxt, l0, latency, slots, _ in hops:
         if slots < 2 or slots > count:
             continue
         head = program.class_of(outer + _class_of(count - slots, count) * radix)
@@ -215,6 +240,48 @@ def _turnover(program: Program, g: int, radix: int, outer: int) -> dict[object, 
             for port in mem.hop_ports(src, dst):
                 idle[port] = max(idle.get(port, 0), wait)
     return idle
+
+
+def _prefetch_idle(program: Program, g: int, radix: int, outer: int,
+                   busy: dict) -> dict[object, float]:  # fmt: skip
+    """With K above the block loop, what a group of class ``outer`` (``busy``: its totals) loses
+    to the next window's tile of an input whose window is one group (:func:`_group_window`):
+    it is requested as soon as its slot frees and queues on the port ahead of the current
+    window's later tiles.
+
+    * When the port is behind (its work exceeds the group's compute by more than the source
+      latency), the window ends only after those tiles, their latency and its last step's
+      compute, and the window ``slots`` later cannot load before it has: the port idles for the
+      latency and that compute once per ``slots`` windows.
+    * Otherwise an operand streamed one tile per step on the same port (``s`` slots: ``s − 1``
+      steps of prefetch) waits out that transfer once per window: the unit stalls for the
+      transfer, its own tile and latency, less the prefetched steps' compute (the port's slot
+      turnover, :func:`_turnover`, happens during that stall)."""
+    if _inside_k(program) < 2:
+        return {}
+    links, hops = _plan(program)[:2]
+    mem = program.memory
+    last = 2 if program.count[g] > 1 else 3
+    first, middle = program.class_of(outer), program.class_of(outer + last * radix)
+    out: dict[object, float] = {}
+    for j, _, _, latency, slots, group_window in hops:
+        if not group_window:
+            continue
+        ports = set(mem.hop_ports(*links[j]))
+        transfer = mem.transfer_cycles(*links[j], first.link_bytes[j])
+        for y, _, _, y_latency, y_slots, _ in hops:
+            operand = program.links[y].operand
+            if (operand == program.links[j].operand or not middle.link_bytes[y]
+                    or not ports & set(mem.hop_ports(*links[y]))):  # fmt: skip
+                continue  # no later tile of the window on the port
+            behind = [p for p in ports if busy.get(p, 0) > busy["compute"] + latency]
+            for port in behind:
+                out[port] = max(out.get(port, 0), (latency + middle.compute_cycles) / slots)
+            if not behind and program.window(operand, links[y][1])[0] >= g:
+                own = mem.transfer_cycles(*links[y], middle.link_bytes[y])
+                stall = transfer + own + y_latency - (y_slots - 1) * middle.compute_cycles
+                out["compute"] = max(out.get("compute", 0), stall)
+    return out
 
 
 def _digit_count(count: int, digit: int) -> int:
@@ -258,6 +325,25 @@ def _tile_steps(program: Program) -> int:
     """Steps of one output tile (the loops inside the accumulator's window)."""
     r_acc = program.window("C", program.inner["C"])[0]
     return math.prod(program.count[r_acc + 1 :])
+
+
+def _last_tiles(program: Program) -> list[int]:
+    """The closing steps of the output tiles whose way out is the drain's, earliest first: the
+    last two (``_tile_steps`` apart) with K innermost; with K above the block loop every tile of
+    the last window (they close on consecutive steps, the last K iteration's)."""
+    n = program.n_steps
+    inside = _inside_k(program)
+    if inside > 1:
+        return list(range(max(0, n - inside), n))
+    spt = _tile_steps(program)
+    return [n - 1 - spt, n - 1] if n > spt else [n - 1]
+
+
+def _inside_k(program: Program) -> int:
+    """Steps per iteration of the innermost iterating K loop inside the accumulator's window
+    (1 when K is innermost: every tile's K steps are consecutive)."""
+    k_loops = program.window("C", program.inner["C"])[1]
+    return math.prod(program.count[max(k_loops) + 1 :]) if k_loops else 1
 
 
 def _inner_count(program: Program, code: int, r: int) -> int:

@@ -14,7 +14,7 @@ from accel_sim.engine.chip import merge_factor, partition, reduce_cycles, scope,
 from accel_sim.engine.des import simulate_program
 from accel_sim.engine.mapper import estimate, mapped_program
 from accel_sim.engine.mapping import OPERAND_DIMS, Mapping
-from accel_sim.engine.program import operand_bytes
+from accel_sim.engine.program import operand_bytes, tile_bytes
 
 
 def _size(nbytes: float) -> str:
@@ -81,6 +81,8 @@ def _explain_core(arch: Arch, op: MatmulOp) -> Explanation:
     for (operand, level), p, buffers in mapping.keep:
         rows, cols = mapping.footprint(operand, p, program.size)
         nbytes = operand_bytes(op, operand, rows, cols, t.tk)
+        if operand == "C" and level == program.inner["C"]:  # partial sums: accumulator width
+            nbytes = tile_bytes(rows, cols, op.accumulator_bits)
         what = "one tile" if p >= len(mapping.loops) else f"{rows}x{cols}"
         keeps.setdefault(p, []).append(
             f"{arch.memory[level].name} keeps {operand} {what} ({_size(nbytes)} x{buffers})"
