@@ -297,11 +297,12 @@ def _notes(table: pd.DataFrame, sp: pd.DataFrame, bitslice: str | None) -> list[
                  "most computation sets and loses most of the output")  # fmt: skip
     first = table["arch"].iloc[0]
     tau4 = ops[(ops["arch"] == first) & (ops["tau"] == 4.0)]
+    tau0 = ops[(ops["arch"] == first) & (ops["tau"] == 0.0)]
     notes.append(f"why OPS is not faster on {first}: a 4-bit slice product runs at 4× the "
                  "INT16 rate (1:2:4 packing), so the 16 slice products of a 16×16-bit MAC take 4 "
                  "INT16 MAC slots; zero high slices cut them to ~10–12 (2.5–3 slots), so OPS "
-                 "stays above INT16 (matrix unit alone ~2.6× INT16's busy cycles; ~1.5× end to "
-                 "end, as INT16 itself waits on DRAM) unless whole 32x32 output tiles are "
+                 f"stays above INT16 (τ=0: {tau0['norm_cycles'].median():.2f}× INT16's cycles "
+                 "end to end, median over the models) unless whole 32x32 output tiles are "
                  "skipped (τ=4 skips "
                  f"{tau4['tile_skip'].median():.0%} of the tiles, at a relative error of "
                  f"{tau4['rel_error'].median():.2f})")  # fmt: skip
