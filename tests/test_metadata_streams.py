@@ -10,7 +10,7 @@ from accel_sim.dataflow.plan import MatmulOp, Scales
 from accel_sim.dataflow.registry import get_dataflow
 from accel_sim.engine.counts import matmul_counts
 from accel_sim.engine.mapper import mapped_program
-from accel_sim.engine.mapper_space import _Space
+from accel_sim.engine.mapper_problem import _Space
 from accel_sim.workload.gemm import Gemm
 
 CUBE = "ascend_like_cube"
