@@ -19,6 +19,7 @@ import bisect
 import simpy
 
 from accel_sim.engine import simpy_adapter
+from accel_sim.engine.des_resources import relative, shifted
 
 #: Earlier occurrences of each state kept as candidate periods for the collapse.
 HISTORY = 8
@@ -42,31 +43,15 @@ class Collapse:
     def _signature(self, j: int) -> tuple:
         env, now = self.env, self.env.now
 
-        def token(ev):  # a granted get carries its (step, ready) token until its owner runs
-            if ev in granted:
-                i, r = simpy_adapter.event_value(ev)
-                return (i - j, max(r - now, 0))
-            return None
+        def token(ev):  # a handed-over token rides its event until its consumer runs
+            return relative(simpy_adapter.event_value(ev), j, now) if ev in granted else None
 
-        granted = set(simpy_adapter.granted_gets(env))
+        granted = set(simpy_adapter.handoffs(env))
         queue = tuple((t - now, prio, self._owner(ev), token(ev))
                       for t, prio, ev in simpy_adapter.pending(env))  # fmt: skip
-        stores = tuple(
-            (
-                tuple((i - j, max(r - now, 0)) for i, r in s.items),
-                len(s.get_queue),
-                tuple((ev.item[0] - j, max(ev.item[1] - now, 0)) for ev in s.put_queue),
-            )
-            for s in self.stores
-        )
-        slots = tuple((c.level, len(c.get_queue)) for c in self.containers)
-        ports = tuple(
-            (
-                tuple(self.proc_names.get(id(u.proc), "?") for u in r.users),
-                tuple(self.proc_names.get(id(q.proc), "?") for q in r.queue),
-            )
-            for r in self.ports.values()
-        )
+        stores = tuple(s.state(j, now) for s in self.stores)
+        slots = tuple(c.state() for c in self.containers)
+        ports = tuple(r.state() for r in self.ports.values())
         return (tuple(p.state(j, now) for p in self.procs), queue, stores, slots, ports)
 
     def _bounds(self) -> tuple[int, int, list]:
@@ -75,10 +60,9 @@ class Collapse:
         a stretch of evolution that ends with the same state shifted by P steps looks up steps
         up to hi + P at most (positions only grow)."""
         active = [p.idx for p in self.procs if p.phase != "get"]
-        in_flight = simpy_adapter.granted_gets(self.env)
-        queued = [i for store in self.stores for i, _ in store.items]
+        in_flight = simpy_adapter.handoffs(self.env)
+        queued = [i for store in self.stores for i in store.bounds()]
         queued += [simpy_adapter.event_value(ev)[0] for ev in in_flight]
-        queued += [ev.item[0] for store in self.stores for ev in store.put_queue]
         return min(active + queued), max(active + queued), in_flight
 
     def _longest_jump(self, j: int, now: int, sig: tuple, history: list) -> tuple | None:
@@ -167,13 +151,9 @@ class Collapse:
         for proc in self.procs:
             proc.shift(steps, cycles)
         for store in self.stores:
-            store.items = [(i + steps, r + cycles if r else 0) for i, r in store.items]
-            for ev in store.put_queue:
-                i, r = ev.item
-                ev.item = (i + steps, r + cycles if r else 0)
+            store.shift(steps, cycles)
         for ev in in_flight:
-            i, r = simpy_adapter.event_value(ev)
-            simpy_adapter.set_event_value(ev, (i + steps, r + cycles if r else 0))
+            simpy_adapter.set_event_value(ev, shifted(simpy_adapter.event_value(ev), steps, cycles))
         for key, value in delta.items():
             self.stalls[key] = self.stalls.get(key, 0) + repeats * value
         self.collapsed += steps

@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 
 import simpy
 
-from accel_sim.engine import simpy_adapter
 from accel_sim.engine.collapse import Collapse
+from accel_sim.engine.des_resources import Port, Slots, Tokens
 from accel_sim.engine.program import Program
 
 #: Steps a stage may run ahead of its consumer (token queue depth; an assumption).
@@ -127,15 +127,14 @@ class _Mover(_Proc):
         ports, order = plan
         rec = self.engine.rec
         if rec is not None:
-            busy = [r for _, r, _ in ports if r.count or r.queue]
+            busy = [r for _, r, _ in ports if r.busy]
             waited = self.engine.port_names[id(busy[0])] if busy else "(free)"
             self.rec_begin(f"wait: port {waited}", "wait", {"step": self.idx})
-        held = []
-        for phase, resource, _ in ports:
-            self.phase = phase
-            req = resource.request()
-            held.append(req)
-            yield req
+        for phase, port, _ in ports:
+            wait = port.acquire(self.name)
+            if wait is not None:
+                self.phase = phase
+                yield wait
         self.phase = "xfer"
         if rec is not None:
             self.rec_end()
@@ -147,7 +146,7 @@ class _Mover(_Proc):
             if cycles > elapsed:
                 yield self.env.timeout(cycles - elapsed)
                 elapsed = cycles
-            simpy_adapter.release(ports[i][1], held[i])
+            ports[i][1].release()
         if rec is not None:
             self.rec_end()
 
@@ -155,8 +154,10 @@ class _Mover(_Proc):
         eng, env = self.engine, self.env
         while True:
             if self.upstream is not None:
-                self.phase = "get"
-                token = yield self.upstream.get()
+                token = self.upstream.get()
+                if token is None:
+                    self.phase = "get"
+                    token = yield self.upstream.wait()
                 self.idx, self.t_mark = token
                 if self.t_mark > env.now:
                     self.phase = "latency"
@@ -167,23 +168,27 @@ class _Mover(_Proc):
             # (C: every tile opens a slot further out; the accumulator's frees with its window)
             if self.down_slots is not None and step.opens[self.j]:
                 self.phase = "slot"
-                if eng.rec is not None:
-                    dst = eng.program.arch.memory[self.link.dst].name
-                    self.rec_begin(f"wait: free {dst} buffer", "wait", {"step": self.idx})
-                    yield self.down_slots.get(1)
-                    self.rec_end()
-                else:
-                    yield self.down_slots.get(1)
+                wait = self.down_slots.take()
+                if wait is not None:
+                    if eng.rec is not None:
+                        dst = eng.program.arch.memory[self.link.dst].name
+                        self.rec_begin(f"wait: free {dst} buffer", "wait", {"step": self.idx})
+                        yield wait
+                        self.rec_end()
+                    else:
+                        yield wait
             nbytes = step.link_bytes[self.j]
             ready = 0
             if nbytes:
                 yield from self._transfer(nbytes)
                 ready = env.now + self.latency
             if self.up_slots is not None and step.closes_src[self.j]:
-                simpy_adapter.put_slot(self.up_slots)
+                self.up_slots.free()
             if self.out_store is not None:
-                self.phase = "put"
-                yield self.out_store.put((self.idx, ready))
+                wait = self.out_store.put((self.idx, ready))
+                if wait is not None:
+                    self.phase = "put"
+                    yield wait
             done = self.idx >= self.last_index
             self.idx += 1
             self.t_mark = env.now
@@ -214,8 +219,10 @@ class _Compute(_Proc):
             self.phase = "inputs"
             ready = env.now
             for store in self.inputs:
-                _, ready_at = yield store.get()
-                ready = max(ready, ready_at)
+                token = store.get()
+                if token is None:
+                    token = yield store.wait()
+                ready = max(ready, token[1])
             if ready > env.now:
                 self.phase = "latency"
                 yield env.timeout(ready - env.now)
@@ -224,7 +231,9 @@ class _Compute(_Proc):
                 rec.unit_stall(self.t_mark, env.now, self.cause)
             if step.opens_accumulator:
                 self.t_mark, self.phase = env.now, "accumulator"
-                yield self.acc_slots.get(1)
+                wait = self.acc_slots.take()
+                if wait is not None:
+                    yield wait
                 key = eng.store_cause
                 eng.stalls[key] = eng.stalls.get(key, 0) + env.now - self.t_mark
                 if rec is not None and env.now > self.t_mark:
@@ -236,10 +245,12 @@ class _Compute(_Proc):
                               step.closes_accumulator)  # fmt: skip
             for slots, closes in zip(self.input_slots, step.closes_l0):
                 if closes:
-                    simpy_adapter.put_slot(slots)
+                    slots.free()
             if step.closes_accumulator:
-                self.phase = "put"
-                yield self.out_store.put((self.idx, env.now))
+                wait = self.out_store.put((self.idx, env.now))
+                if wait is not None:
+                    self.phase = "put"
+                    yield wait
             self.idx += 1
             self.t_mark = env.now
             eng.after_step(self.idx)
@@ -260,8 +271,11 @@ class _Epilogue(_Proc):
     def run(self):
         env, prog = self.env, self.engine.program
         while True:
-            self.phase = "get"
-            self.idx, self.t_mark = yield self.upstream.get()
+            token = self.upstream.get()
+            if token is None:
+                self.phase = "get"
+                token = yield self.upstream.wait()
+            self.idx, self.t_mark = token
             step = prog.step_at(self.idx)
             self.phase = "busy"
             rec = self.engine.rec
@@ -271,8 +285,10 @@ class _Epilogue(_Proc):
             yield env.timeout(math.ceil(step.outputs * self.ops / self.lanes))
             if rec is not None:
                 self.rec_end()
-            self.phase = "put"
-            yield self.out_store.put((self.idx, env.now))
+            wait = self.out_store.put((self.idx, env.now))
+            if wait is not None:
+                self.phase = "put"
+                yield wait
             done = self.idx >= self.last_index
             self.idx += 1
             if done:
@@ -285,9 +301,9 @@ class _Engine(Collapse):
         self.env = simpy.Environment()
         self.stalls: dict[str, int] = {}
         self.procs: list[_Proc] = []
-        self.stores: list[simpy.Store] = []
-        self.containers: list[simpy.Container] = []
-        self.ports: dict[tuple[int, str], simpy.Resource] = {}
+        self.stores: list[Tokens] = []
+        self.containers: list[Slots] = []
+        self.ports: dict[tuple[int, str], Port] = {}
         self.seen: dict[tuple, list[tuple[int, int, dict]]] = {}
         self.simulated = self.collapsed = 0
         # every fingerprint taken, in step order, and the self-maps learnt from jumps
@@ -307,19 +323,19 @@ class _Engine(Collapse):
         self.group = group if group <= 64 else stride
         self._build()
 
-    def _store(self) -> simpy.Store:
-        self.stores.append(simpy.Store(self.env, capacity=QUEUE_DEPTH))
+    def _store(self) -> Tokens:
+        self.stores.append(Tokens(self.env, QUEUE_DEPTH))
         return self.stores[-1]
 
-    def _slots(self, level_index: int, operand: str = "C") -> simpy.Container:
+    def _slots(self, level_index: int, operand: str = "C") -> Slots:
         n = self.program.buffers(operand, level_index)
-        self.containers.append(simpy.Container(self.env, capacity=n, init=n))
+        self.containers.append(Slots(self.env, n))
         return self.containers[-1]
 
     def _build(self) -> None:
         prog, last = self.program, self.program.n_steps - 1
         for port in prog.memory.all_ports:
-            self.ports[port] = simpy.Resource(self.env, capacity=1)
+            self.ports[port] = Port(self.env)
         self.port_names = {id(r): f"{prog.arch.memory[level].name}:{kind}"
                            for (level, kind), r in self.ports.items()}  # fmt: skip
         inputs, input_slots, self.chains = [], [], {}

@@ -1,0 +1,161 @@
+"""The DES's shared resources — buffer slots, memory ports and token queues — on simpy events.
+
+Each grants *at once* when it can: a free slot or port is taken, a queued token is handed out
+and a token finds room, in the caller's own turn, with no event; the caller waits on a
+``simpy.Event`` only when it must (no slot free, port held, queue empty or full), and whoever
+frees the resource hands it to the oldest waiter (first come, first served) by succeeding that
+event. simpy's ``Container``/``Resource``/``Store`` would schedule and process an event for every
+request, granted or not (a matmul step cost ~34 events; with these, the waits that really happen
+and the timeouts remain). The arbitration is the same — FIFO per resource; only who goes first
+among processes acting at the *same* cycle follows the order they run in rather than simpy's
+event ids.
+
+Every resource exposes its state for the steady-state collapse's fingerprint (``state``) and
+moves its queued tokens by whole periods on a jump (``shift``).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import simpy
+
+
+class Handoff(simpy.Event):
+    """A token handed to a waiting consumer: its value is the token ``(step, ready cycle)``,
+    held by the event until the consumer runs (the collapse fingerprints and shifts it)."""
+
+
+def shifted(token: tuple[int, int], steps: int, cycles: int) -> tuple[int, int]:
+    """A ``(step, ready cycle)`` token moved by whole periods (a ready time of 0: no wait)."""
+    i, ready = token
+    return (i + steps, ready + cycles if ready else 0)
+
+
+def relative(token: tuple[int, int], j: int, now: int) -> tuple[int, int]:
+    """A token relative to step ``j`` and cycle ``now`` (a ready time already past is 0)."""
+    i, ready = token
+    return (i - j, max(ready - now, 0))
+
+
+class Slots:
+    """``capacity`` buffer slots of one level for one operand (or the accumulator)."""
+
+    __slots__ = ("env", "level", "capacity", "waiters")
+
+    def __init__(self, env: simpy.Environment, capacity: int) -> None:
+        self.env, self.level, self.capacity = env, capacity, capacity
+        self.waiters: deque[simpy.Event] = deque()
+
+    def take(self) -> simpy.Event | None:
+        """Take a slot: ``None`` if one was free (taken now), else an event to wait on."""
+        if self.level:
+            self.level -= 1
+            return None
+        ev = self.env.event()
+        self.waiters.append(ev)
+        return ev
+
+    def free(self) -> None:
+        """Free a slot: it goes to the oldest waiter, if any."""
+        if self.waiters:
+            self.waiters.popleft().succeed()
+        else:
+            self.level += 1
+
+    def state(self) -> tuple:
+        return (self.level, len(self.waiters))
+
+
+class Port:
+    """One memory port (read, write or shared), held by one transfer at a time."""
+
+    __slots__ = ("env", "holder", "waiters")
+
+    def __init__(self, env: simpy.Environment) -> None:
+        self.env = env
+        self.holder: str | None = None
+        self.waiters: deque[tuple[str, simpy.Event]] = deque()
+
+    @property
+    def busy(self) -> bool:
+        return self.holder is not None or bool(self.waiters)
+
+    def acquire(self, owner: str) -> simpy.Event | None:
+        """Hold the port for ``owner``: ``None`` if it was free (held now), else an event."""
+        if self.holder is None:
+            self.holder = owner
+            return None
+        ev = self.env.event()
+        self.waiters.append((owner, ev))
+        return ev
+
+    def release(self) -> None:
+        """Let go of the port: the oldest waiter holds it next."""
+        if self.waiters:
+            self.holder, ev = self.waiters.popleft()
+            ev.succeed()
+        else:
+            self.holder = None
+
+    def state(self) -> tuple:
+        return (self.holder, tuple(owner for owner, _ in self.waiters))
+
+
+class Tokens:
+    """A bounded queue of step tokens ``(step, ready cycle)`` from one stage to the next (a DMA
+    engine's command queue, ``capacity`` deep); one consumer."""
+
+    __slots__ = ("env", "items", "capacity", "getter", "putters")
+
+    def __init__(self, env: simpy.Environment, capacity: int) -> None:
+        self.env, self.capacity = env, capacity
+        self.items: deque[tuple[int, int]] = deque()
+        self.getter: Handoff | None = None
+        self.putters: deque[tuple[tuple[int, int], simpy.Event]] = deque()
+
+    def put(self, token: tuple[int, int]) -> simpy.Event | None:
+        """Queue ``token``: ``None`` if it was handed over or found room, else an event to wait
+        on until there is room."""
+        if self.getter is not None:
+            getter, self.getter = self.getter, None
+            getter.succeed(token)
+            return None
+        if len(self.items) < self.capacity:
+            self.items.append(token)
+            return None
+        ev = self.env.event()
+        self.putters.append((token, ev))
+        return ev
+
+    def get(self) -> tuple[int, int] | None:
+        """The next token if one is queued (taken now; the oldest waiting put gets its room),
+        else ``None``: then wait on :meth:`wait`."""
+        if not self.items:
+            return None
+        token = self.items.popleft()
+        if self.putters:
+            waiting, ev = self.putters.popleft()
+            self.items.append(waiting)
+            ev.succeed()
+        return token
+
+    def wait(self) -> Handoff:
+        """The event the consumer waits on when the queue is empty; its value is the token."""
+        self.getter = Handoff(self.env)
+        return self.getter
+
+    def state(self, j: int, now: int) -> tuple:
+        return (
+            tuple(relative(t, j, now) for t in self.items),
+            self.getter is not None,
+            tuple(relative(t, j, now) for t, _ in self.putters),
+        )
+
+    def bounds(self) -> list[int]:
+        """Step indices of the tokens held (queued or waiting to be queued)."""
+        return [t[0] for t in self.items] + [t[0] for t, _ in self.putters]
+
+    def shift(self, steps: int, cycles: int) -> None:
+        self.items = deque(shifted(t, steps, cycles) for t in self.items)
+        self.putters = deque((shifted(t, steps, cycles), ev) for t, ev in self.putters)
