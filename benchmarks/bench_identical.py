@@ -19,6 +19,7 @@ import argparse
 import json
 import math
 import random
+import re
 import sys
 import time
 from pathlib import Path
@@ -68,6 +69,12 @@ def run(case: tuple) -> str:
     return text.replace(str(Path(accel_sim.__file__).resolve().parents[1]), "<root>")
 
 
+def _cycles(text: str) -> int:
+    """The ``cycles`` field of a stored result (0 for an error)."""
+    found = re.search(r"'cycles': (\d+)", text)
+    return int(found.group(1)) if found else 0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     what = parser.add_mutually_exclusive_group(required=True)
@@ -91,6 +98,11 @@ def main() -> None:
           f"{missing} not in both")  # fmt: skip
     for key in differ[:10]:
         print(f"  {key}\n    stored: {stored[key][:300]}\n    now:    {results.get(key, '')[:300]}")
+    moved = sorted((_cycles(results.get(key, "")) / _cycles(stored[key]) - 1, key) for key in differ
+                   if _cycles(stored[key]) and _cycles(results.get(key, "")))  # fmt: skip
+    if moved:
+        print(f"cycles of the {len(moved)} differing results: now/stored - 1 from "
+              f"{100 * moved[0][0]:+.3f} % to {100 * moved[-1][0]:+.3f} %")  # fmt: skip
     sys.exit(1 if differ or missing else 0)
 
 

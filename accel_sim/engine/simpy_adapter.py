@@ -1,10 +1,9 @@
-"""The one place that reaches into simpy's internals: for the exact steady-state collapse, and to
-skip events whose processing would do nothing.
+"""The one place that reaches into simpy's internals, for the exact steady-state collapse.
 
 The collapse must read every pending event (to fingerprint the simulation state) and move the
 clock and the pending events forward by whole periods. simpy's public API offers neither, so this
-module touches ``Environment._queue``, ``Environment._now``, the value of granted store gets and
-a container's ``_level`` — and nothing else does. The
+module touches ``Environment._queue``, ``Environment._now`` and the value of an event already
+triggered (a token handed to a consumer that has not run yet) — and nothing else does. The
 layout of those attributes is stable across simpy 4.0–4.1; ``setup.cfg`` pins ``simpy>=4.1,<4.2``
 and ``tests/test_engine.py`` checks the collapse against full simulation, so a simpy release that
 changes them fails loudly, not silently.
