@@ -123,7 +123,7 @@ def build_table(name: str, **options):
 
 def run(args) -> int:
     from accel_sim.report.io import write_table
-    from accel_sim.tables.registry import TABLES, table_names
+    from accel_sim.tables.registry import TABLES, get_table, table_names
 
     if args.list or not args.name:
         names = table_names()
@@ -132,8 +132,7 @@ def run(args) -> int:
         for name in names:
             print(f"{name:<20} {TABLES[name].description}")
         return 0
-    if args.name not in table_names():
-        raise UserInputError("table", f"unknown table {args.name!r}; known: {table_names()}")
+    get_table(args.name)  # an unknown name is one clear line, before any work
     out = _check_out_dir(args.out, args.name)  # before any work: a bad --out costs nothing
     result = build_table(args.name)
     csv_path = write_table(result.table, out / f"{result.name}.csv")

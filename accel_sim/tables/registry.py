@@ -48,7 +48,7 @@ def register_table(name: str, description: str):
 
 
 def get_table(name: str) -> TableSpec:
-    _load_all()
+    _load(name)
     if name not in TABLES:
         raise UserInputError("table", f"unknown table {name!r}; known: {sorted(TABLES)}")
     return TABLES[name]
@@ -57,6 +57,23 @@ def get_table(name: str) -> TableSpec:
 def table_names() -> list[str]:
     _load_all()
     return sorted(TABLES)
+
+
+def _load(name: str) -> None:
+    """Import the module of table ``name`` (``osc-table2`` → ``osc_table2.py``) alone when it
+    registers that name, else every table module (startup: one table's imports, not all)."""
+    import importlib.util
+    import re
+
+    module = f"accel_sim.tables.{name.replace('-', '_')}"
+    if (
+        name not in TABLES
+        and re.fullmatch(r"[a-z][a-z0-9-]*", name)
+        and importlib.util.find_spec(module)
+    ):
+        importlib.import_module(module)
+    if name not in TABLES:
+        _load_all()
 
 
 def _load_all() -> None:
