@@ -112,48 +112,28 @@ class _Mover(_Proc):
         self.latency = prog.memory.latency(link.src)
         self.upstream, self.up_slots, self.down_slots = upstream, up_slots, down_slots
         self.out_store, self.last_index = out_store, last_index
-        self._plans: dict[int, tuple] = {}  # per transfer size: its ports, cycles, release order
+        self._plans: dict[int, tuple] = {}  # per step class: what this hop does (_plan)
         self.track = f"{link.label(prog.arch)} {link.operand}"
         self.process = self.env.process(self.run())
 
-    def _transfer(self, nbytes: int):
-        """Hold every port of the hop (acquired in one global order, so no two hops wait on each
-        other in a cycle), release each after its own bytes have passed at its own rate."""
-        plan = self._plans.get(nbytes)
-        if plan is None:  # (phase, port resource, cycles) in acquisition order; release order
-            eng = self.engine
+    def _plan(self, code: int) -> tuple:
+        """What this hop does at a step of class ``code``: (opens a destination slot, bytes,
+        closes the source's slot, ports as (phase, port, cycles) in acquisition order — one
+        global order, so no two hops wait on each other in a cycle —, release order)."""
+        plan = self._plans.get(code)
+        if plan is None:
+            eng, step = self.engine, self.engine.program.class_of(code)
+            nbytes = step.link_bytes[self.j]
             hops = eng.program.memory.port_cycles(self.link.src, self.link.dst, nbytes)
             ports = tuple((f"port{port}", eng.ports[port], cycles) for port, cycles in hops)
             order = tuple(sorted(range(len(ports)), key=lambda i: ports[i][2]))
-            plan = self._plans[nbytes] = (ports, order)
-        ports, order = plan
-        rec = self.engine.rec
-        if rec is not None:
-            busy = [r for _, r, _ in ports if r.busy]
-            waited = self.engine.port_names[id(busy[0])] if busy else "(free)"
-            self.rec_begin(f"wait: port {waited}", "wait", {"step": self.idx})
-        for phase, port, _ in ports:
-            wait = port.acquire(self.name)
-            if wait is not None:
-                self.phase = phase
-                yield wait
-        self.phase = "xfer"
-        if rec is not None:
-            self.rec_end()
-            self.rec_begin(f"{self.link.operand} tile", "transfer", {"step": self.idx},
-                           {"bytes": nbytes, "transfers": 1})  # fmt: skip
-        elapsed = 0
-        for i in order:
-            cycles = ports[i][2]
-            if cycles > elapsed:
-                yield self.env.timeout(cycles - elapsed)
-                elapsed = cycles
-            ports[i][1].release()
-        if rec is not None:
-            self.rec_end()
+            opens = self.down_slots is not None and step.opens[self.j]
+            closes = self.up_slots is not None and step.closes_src[self.j]
+            plan = self._plans[code] = (opens, nbytes, closes, ports, order)
+        return plan
 
     def run(self):
-        eng, env = self.engine, self.env
+        eng, env, code_of = self.engine, self.env, self.engine.program.code
         while True:
             if self.upstream is not None:
                 token = self.upstream.get()
@@ -166,9 +146,9 @@ class _Mover(_Proc):
                     yield env.timeout(self.t_mark - env.now)
             elif self.idx > self.last_index:
                 return
-            step = eng.program.step_at(self.idx)
+            opens, nbytes, closes, ports, order = self._plan(code_of(self.idx))
             # (C: every tile opens a slot further out; the accumulator's frees with its window)
-            if self.down_slots is not None and step.opens[self.j]:
+            if opens:
                 self.phase = "slot"
                 wait = self.down_slots.take()
                 if wait is not None:
@@ -179,12 +159,33 @@ class _Mover(_Proc):
                         self.rec_end()
                     else:
                         yield wait
-            nbytes = step.link_bytes[self.j]
             ready = 0
-            if nbytes:
-                yield from self._transfer(nbytes)
+            if nbytes:  # hold every port of the hop, release each after its own bytes passed
+                if eng.rec is not None:
+                    busy = [r for _, r, _ in ports if r.busy]
+                    waited = eng.port_names[id(busy[0])] if busy else "(free)"
+                    self.rec_begin(f"wait: port {waited}", "wait", {"step": self.idx})
+                for phase, port, _ in ports:
+                    wait = port.acquire(self.name)
+                    if wait is not None:
+                        self.phase = phase
+                        yield wait
+                self.phase = "xfer"
+                if eng.rec is not None:
+                    self.rec_end()
+                    self.rec_begin(f"{self.link.operand} tile", "transfer", {"step": self.idx},
+                                   {"bytes": nbytes, "transfers": 1})  # fmt: skip
+                elapsed = 0
+                for i in order:
+                    cycles = ports[i][2]
+                    if cycles > elapsed:
+                        yield env.timeout(cycles - elapsed)
+                        elapsed = cycles
+                    ports[i][1].release()
+                if eng.rec is not None:
+                    self.rec_end()
                 ready = env.now + self.latency
-            if self.up_slots is not None and step.closes_src[self.j]:
+            if closes:
                 self.up_slots.free()
             if self.out_store is not None:
                 wait = self.out_store.put((self.idx, ready))
