@@ -206,11 +206,10 @@ class _Compute(_Proc):
         self.track = "matrix unit"
         self.inputs, self.input_slots = inputs, input_slots
         self.acc_slots, self.out_store = acc_slots, out_store
-        self.cause = ""
         self.process = self.env.process(self.run())
 
     def state(self, j, now):  # compute measures every wait from t_mark (stall accounting)
-        return (self.name, self.idx - j, self.phase, self.t_mark - now, self.cause)
+        return (self.name, self.idx - j, self.phase, self.t_mark - now)
 
     def run(self):
         eng, env, prog = self.engine, self.env, self.engine.program
@@ -218,20 +217,22 @@ class _Compute(_Proc):
         while self.idx < prog.n_steps:
             step = prog.step_at(self.idx)
             self.t_mark = env.now
-            self.cause = eng.load_cause(self.idx)
             self.phase = "inputs"
-            ready = env.now
+            ready, cause = env.now, None  # the cause is named when a wait starts (state as of now)
             for store in self.inputs:
                 token = store.get()
                 if token is None:
+                    cause = cause or eng.load_cause(self.idx)
                     token = yield store.wait()
                 ready = max(ready, token[1])
             if ready > env.now:
+                cause = cause or eng.load_cause(self.idx)
                 self.phase = "latency"
                 yield env.timeout(ready - env.now)
-            eng.stalls[self.cause] = eng.stalls.get(self.cause, 0) + env.now - self.t_mark
-            if rec is not None and env.now > self.t_mark:
-                rec.unit_stall(self.t_mark, env.now, self.cause)
+            if env.now > self.t_mark:
+                eng.stalls[cause] = eng.stalls.get(cause, 0) + env.now - self.t_mark
+                if rec is not None:
+                    rec.unit_stall(self.t_mark, env.now, cause)
             if step.opens_accumulator:
                 self.t_mark, self.phase = env.now, "accumulator"
                 wait = self.acc_slots.take()
