@@ -39,7 +39,8 @@ _ARCHS: dict[str, Any] = {}  # never evicted: the engine's matmul cache keys on 
 
 def run_points(batch: str, points_dir: str | None) -> list[dict[str, Any]]:
     """Simulate a batch of points (one Dask task, as JSON: Dask does not walk a string). A row
-    sums its workload's GEMMs; with ``points_dir`` (our disk) its file is written here at once."""
+    sums its workload's GEMMs; with ``points_dir`` (our disk) its file is written here at once
+    (the row is returned either way: the table is built from it, not read back)."""
     rows = []
     for item in json.loads(batch):
         task, key = item["task"], item["task"]["arch_key"]
@@ -53,7 +54,6 @@ def run_points(batch: str, points_dir: str | None) -> list[dict[str, Any]]:
             row = {"__error__": str(err)}
         if points_dir and "__error__" not in row:
             store.write_point(Path(points_dir) / f"{item['hash']}.parquet", item["columns"] | row)
-            row = {}
         rows.append(row)
     return rows
 
@@ -105,15 +105,17 @@ def _client(scheduler: Any) -> Iterator[tuple[Any, bool]]:
 
 
 def _execute(todo: list[Point], points_dir: Path, client: Any, local: bool, bar: Any,
-             src: str) -> None:  # fmt: skip
-    """Compute ``todo``; each finished point is written at once (by the worker when local)."""
+             src: str, rows: dict[str, dict]) -> None:  # fmt: skip
+    """Compute ``todo`` into ``rows`` (by point hash); each finished point is written at once
+    (by the worker when local)."""
 
-    def finish(point: Point, row: dict) -> None:
+    def finish(point: Point, row: dict, written: bool) -> None:
         if "__error__" in row:
             raise UserInputError(src, f"point {point.index} ({point.variant} on "
                                  f"{point.workload}): {row['__error__']}")  # fmt: skip
-        if row:  # else it was written where it was computed
+        if not written:
             store.write_point(points_dir / f"{point.hash}.parquet", point.columns() | row)
+        rows[point.hash] = row
         bar.update()
 
     def batch(chunk: list[Point], local: bool) -> tuple[str, str | None]:
@@ -122,7 +124,7 @@ def _execute(todo: list[Point], points_dir: Path, client: Any, local: bool, bar:
 
     if client is None:  # in-process, no Dask (tests, debugging)
         for point in todo:
-            finish(point, run_points(*batch([point], True))[0])
+            finish(point, run_points(*batch([point], True))[0], True)
         return
     from dask.distributed import as_completed
 
@@ -132,23 +134,17 @@ def _execute(todo: list[Point], points_dir: Path, client: Any, local: bool, bar:
     for chunk in (todo[i : i + size] for i in range(0, len(todo), size)):
         key = "sweep-" + sha256("".join(p.hash for p in chunk))
         batches[key] = (chunk, client.submit(run_points, *batch(chunk, local), key=key))
-    for future, rows in as_completed([f for _, f in batches.values()], with_results=True):
-        for point, row in zip(batches[future.key][0], rows):
-            finish(point, row)
+    for future, done in as_completed([f for _, f in batches.values()], with_results=True):
+        for point, row in zip(batches[future.key][0], done):
+            finish(point, row, local)
         future.release()
 
 
-def _table(points: list[Point], rows: dict[str, dict], points_dir: Path, sweep: Any) -> Any:
-    """The results table: identifying columns from the expansion, metrics from point files."""
+def _table(points: list[Point], rows: dict[str, dict], sweep: Any) -> Any:
+    """The results table: identifying columns from the expansion, metrics from each point's row."""
     table_rows = []
     for point in points:
-        stored = rows.get(point.hash)
-        if stored is None:  # computed in this run: read back what was written
-            path = points_dir / f"{point.hash}.parquet"
-            try:
-                stored = store.read_point(path, point.hash)
-            except store.BadPointFile as why:  # changed under us while the sweep ran
-                raise UserInputError(str(path), f"{why}; rerun the sweep to recompute") from None
+        stored = rows[point.hash]  # read from its file, or computed in this run
         table_rows.append(point.columns() | {k: v for k, v in stored.items() if is_metric(k)})
     swept = [*points[0].params]
     return build_table(table_rows, sweep.spec.baseline, [*swept, "workload"])
@@ -191,8 +187,8 @@ def run_sweep(spec_path: str | Path, out_dir: str | Path, scheduler: Any = None,
                    dynamic_ncols=True)  # fmt: skip
         with bar:
             if todo:
-                _execute(todo, points_dir, client, near, bar, str(sweep.path))
-    df = _table(points, rows, points_dir, sweep)
+                _execute(todo, points_dir, client, near, bar, str(sweep.path), rows)
+    df = _table(points, rows, sweep)
     swept = [*points[0].params]
     write_outputs(df, out, sweep.spec.heatmap or [*swept, "workload", "variant"][:2], sweep.name,
                   sweep.base)  # fmt: skip
