@@ -11,6 +11,7 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
+from accel_sim.engine.des import QUEUE_DEPTH
 from accel_sim.engine.program import Program
 from accel_sim.engine.twin_steps import (
     _acc_buffers,
@@ -57,32 +58,62 @@ def load_bound(program: Program) -> float:
     mem = program.memory
     n = program.n_steps
     last = program.step_at(n - 1)
-    out_last = _way_out(program, last, _epilogue(program, last.outputs), {})
+    arrival: dict = {}  # when the last tile reaches each port of its way out (after its compute)
+    out_last = _way_out(program, last, _epilogue(program, last.outputs), {}, arrival)
     best = -math.inf
     loads = _port_totals(program)[0]
     tails: dict[object, int] = {}
+    leads: dict[object, int] = {}
     for operand in "AB":
         chain = _chain(program, operand)
         way = 0  # from the end of a hop's transfer to the data's arrival in the innermost level
+        lead = 0  # steps the hop's mover can run ahead of the compute: its slots on the way in
         for k in range(len(chain) - 1, -1, -1):
             j = chain[k]
             link = program.links[j]
+            r = program.window(operand, link.dst)[0]
+            held = program.buffers(operand, link.dst) * math.prod(program.count[r + 1 :])
+            lead += min(held, QUEUE_DEPTH)
             if not last.link_bytes[j]:
                 continue
             way += mem.latency(link.src)
             for port in mem.hop_ports(link.src, link.dst):
                 tails[port] = min(tails.get(port, way), way)
+                leads[port] = min(leads.get(port, lead), lead)
             way += mem.transfer_cycles(link.src, link.dst, last.link_bytes[j])
     finish = last.compute_cycles + out_last
-    # a port that also stores serves every store but the last tile's (which is in the way
-    # out) around its loads
+    # a port that also stores serves every store but the last tile's around its loads; the
+    # last load's way in, the last compute and the way out up to this port run while the
+    # port serves the stores queued after that load, so the port's last store starts after
+    # the longer of the two
     stores = _port_totals(program)[1]
     last_out = _downstream(program, program.code(n - 1))
     for port, tail in tails.items():
         other = stores.get(port, 0) - last_out.get(port, 0)
-        best = max(best, loads[port] + other + tail + finish)
+        reach = last.compute_cycles + arrival.get(port, 0)
+        late = 0
+        if other and port in arrival:
+            late = _late_stores(program, port, leads[port], tail + reach)
+        best = max(best, loads[port] + other - late + max(late, tail + reach) + finish - reach)
     program.__dict__["_twin_load_bound"] = best
     return best
+
+
+def _late_stores(program: Program, port, lead: int, way: int) -> int:
+    """Cycles on ``port`` of the stores of the output tiles (but the last) that reach the port
+    after its last load was requested, so that they overlap that load's way in instead of
+    delaying it: the last load is requested at most ``lead`` steps before the last compute (its
+    mover runs ahead by the slots on its way in), and a tile whose closing step is followed by
+    loads on the port shorter than ``way`` (the last load's way in, the last compute and the
+    way out to the port) reaches it after those loads have started."""
+    n, late, after = program.n_steps, 0, 0
+    for i in range(n - 2, max(-1, n - 2 - lead), -1):
+        code = program.code(i + 1)
+        after += step_busy(program, code).get(port, 0) - _downstream(program, code).get(port, 0)
+        if after >= way:
+            break
+        late += _downstream(program, program.code(i)).get(port, 0)
+    return late
 
 
 def _bounds(program: Program, fill: int, floor: int) -> int:
