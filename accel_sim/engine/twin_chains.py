@@ -167,8 +167,9 @@ def _bounds(program: Program, fill: int, floor: int) -> int:
         mem.transfer_cycles(first_c.src, first_c.dst, tiles[o][2].link_bytes[c0])
         for o in {_tile_code(program, t) for t in range(n_tiles - b, n_tiles)}
     )
-    # no chain can exceed every class's tiles split as unevenly as b slots allow
-    if fill + sum(h * -(-tiles[o][0] // b) for o, h in holds.items()) + stores + after <= best:
+    # no chain can exceed every tile's hold (a class's tiles can all fall on one slot: tiles
+    # alternating big and small under an outer loop put every big one on the same slot)
+    if fill + sum(h * tiles[o][0] for o, h in holds.items()) + stores + after <= best:
         return best
     chains = [0] * b
     for outer, h in holds.items():
