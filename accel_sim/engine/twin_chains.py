@@ -116,6 +116,38 @@ def _late_stores(program: Program, port, lead: int, way: int) -> int:
     return late
 
 
+def _step_loads(program: Program, step) -> dict:
+    """Per port of the first C hop, the cycles ``step``'s innermost input tiles (those whose
+    slot a step's compute frees) spend on it."""
+    mem, links = program.memory, program.links
+    c0 = _chain(program, "C")[0]
+    c_ports = set(mem.hop_ports(links[c0].src, links[c0].dst))
+    loads: dict = defaultdict(int)
+    for operand in "AB":
+        j = _chain(program, operand)[-1]
+        for port, cycles in mem.port_cycles(links[j].src, links[j].dst, step.link_bytes[j]):
+            if port in c_ports:
+                loads[port] += cycles
+    return loads
+
+
+def _queued(step, epilogue: int, loads: dict) -> int:
+    """Cycles from the end of an output tile's last compute (``step``, its closing step) until
+    its first C hop can take its ports: its epilogue, or longer when loads on those ports queue
+    ahead of it. Each step's compute frees the slot of its innermost input tiles, and the tile
+    of a later step that waits for it is requested at once; the C hop is requested after the
+    epilogue, so the ``J`` loads requested during it (one per step computed meanwhile, every
+    ``compute`` cycles; ``loads``: per port, a step's cycles) go first: the port is done with
+    them ``max(J × load, (J − 1) × compute + load)`` after the compute (an A tile from DRAM
+    per step, the store on the same DRAM port: 1532-cycle loads against a 2176-cycle epilogue
+    on the edge NPU)."""
+    compute = step.compute_cycles
+    if not epilogue or not compute:
+        return epilogue
+    n = (epilogue - 1) // compute + 1
+    return max([epilogue] + [max(n * c, (n - 1) * compute + c) for c in loads.values()])
+
+
 def _bounds(program: Program, fill: int, floor: int) -> int:
     """The largest of these lower bounds (or ``floor``), each a chain of work that must happen
     in sequence:
@@ -161,6 +193,13 @@ def _bounds(program: Program, fill: int, floor: int) -> int:
     holds = {outer: compute + _epilogue(program, step.outputs)
              + mem.transfer_cycles(first_c.src, first_c.dst, step.link_bytes[c0])
              for outer, (_, compute, step) in tiles.items()}  # fmt: skip
+    # tiles of one step: the steps computed during a tile's epilogue are the next tiles', whose
+    # loads are those of their class; the last `ahead` tiles' prefetch has nothing to load
+    queued, ahead = {}, 0
+    if spt == 1:
+        queued = {o: _queued(step, _epilogue(program, step.outputs), _step_loads(program, step))
+                  - _epilogue(program, step.outputs) for o, (_, _, step) in tiles.items()}
+        ahead = max(program.buffers(x, program.links[_chain(program, x)[-1]].dst) for x in "AB")
     after = out_last - e_last - mem.transfer_cycles(first_c.src, first_c.dst,
                                                     last.link_bytes[c0])  # fmt: skip
     stores = sum(
@@ -169,12 +208,15 @@ def _bounds(program: Program, fill: int, floor: int) -> int:
     )
     # no chain can exceed every tile's hold (a class's tiles can all fall on one slot: tiles
     # alternating big and small under an outer loop put every big one on the same slot)
-    if fill + sum(h * tiles[o][0] for o, h in holds.items()) + stores + after <= best:
+    if fill + sum((h + queued.get(o, 0)) * tiles[o][0] for o, h in holds.items()) + stores \
+            + after <= best:
         return best
     chains = [0] * b
     for outer, h in holds.items():
         for res, count in enumerate(_residues(program, outer, b)):
-            chains[res] += h * count
+            chains[res] += (h + queued.get(outer, 0)) * count
+    for t in range(max(0, n_tiles - ahead), n_tiles):
+        chains[t % b] -= queued[_tile_code(program, t)]
     for res in range(b):
         tail = 0
         for t in range(n_tiles - 1 - (n_tiles - 1 - res) % b + 1, n_tiles):
