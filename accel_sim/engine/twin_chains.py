@@ -116,36 +116,43 @@ def _late_stores(program: Program, port, lead: int, way: int) -> int:
     return late
 
 
-def _step_loads(program: Program, step) -> dict:
-    """Per port of the first C hop, the cycles ``step``'s innermost input tiles (those whose
-    slot a step's compute frees) spend on it."""
+def _queued(program: Program, code: int) -> int:
+    """Cycles from the end of the compute of a one-step output tile (closing step of class
+    ``code``) until its first C hop can take its ports, beyond its epilogue: loads on those
+    ports requested during the epilogue go first (first come, first served). A step's compute
+    frees the slot of each innermost input window it closes, and the window that waits for
+    that slot is requested at once: kept for one step, one tile per step computed meanwhile
+    (``J`` of them, every ``compute`` cycles: ``L`` each); kept longer, one window's first tile
+    when the tile closes it (``S``). The port is done with them ``max(S + J × L, (J − 1) ×
+    compute + L)`` after the compute (an A tile from DRAM per step on the store's DRAM port:
+    1532-cycle loads against a 2176-cycle epilogue on the edge NPU)."""
+    step = program.class_of(code)
+    epilogue, compute = _epilogue(program, step.outputs), step.compute_cycles
+    if not epilogue or not compute:
+        return 0
     mem, links = program.memory, program.links
     c0 = _chain(program, "C")[0]
     c_ports = set(mem.hop_ports(links[c0].src, links[c0].dst))
-    loads: dict = defaultdict(int)
-    for operand in "AB":
+    single: dict = defaultdict(int)  # per port: windows of several steps, requested at once
+    each: dict = defaultdict(int)  # per port: one-step windows, one per step computed
+    digits = program.decode(code)
+    for l0, operand in enumerate("AB"):
         j = _chain(program, operand)[-1]
-        for port, cycles in mem.port_cycles(links[j].src, links[j].dst, step.link_bytes[j]):
+        if not step.closes_l0[l0]:
+            continue
+        nbytes, into = step.link_bytes[j], each
+        if not step.opens[j]:  # the window's first step (its loads inside R at their first)
+            r = program.window(operand, links[j].dst)[0]
+            first = sum((0 if program.count[i] > 1 else 3) * program._radix[i] if i > r
+                        else digits[i] * program._radix[i] for i in range(len(digits)))  # fmt: skip
+            nbytes, into = program.class_of(first).link_bytes[j], single
+        for port, cycles in mem.port_cycles(links[j].src, links[j].dst, nbytes):
             if port in c_ports:
-                loads[port] += cycles
-    return loads
-
-
-def _queued(step, epilogue: int, loads: dict) -> int:
-    """Cycles from the end of an output tile's last compute (``step``, its closing step) until
-    its first C hop can take its ports: its epilogue, or longer when loads on those ports queue
-    ahead of it. Each step's compute frees the slot of its innermost input tiles, and the tile
-    of a later step that waits for it is requested at once; the C hop is requested after the
-    epilogue, so the ``J`` loads requested during it (one per step computed meanwhile, every
-    ``compute`` cycles; ``loads``: per port, a step's cycles) go first: the port is done with
-    them ``max(J × load, (J − 1) × compute + load)`` after the compute (an A tile from DRAM
-    per step, the store on the same DRAM port: 1532-cycle loads against a 2176-cycle epilogue
-    on the edge NPU)."""
-    compute = step.compute_cycles
-    if not epilogue or not compute:
-        return epilogue
+                into[port] += cycles
     n = (epilogue - 1) // compute + 1
-    return max([epilogue] + [max(n * c, (n - 1) * compute + c) for c in loads.values()])
+    done = max([epilogue] + [max(single[p] + n * each[p], (n - 1) * compute + each[p]
+                                 if each[p] else 0) for p in set(single) | set(each)])  # fmt: skip
+    return done - epilogue
 
 
 def _bounds(program: Program, fill: int, floor: int) -> int:
@@ -197,8 +204,9 @@ def _bounds(program: Program, fill: int, floor: int) -> int:
     # loads are those of their class; the last `ahead` tiles' prefetch has nothing to load
     queued, ahead = {}, 0
     if spt == 1:
-        queued = {o: _queued(step, _epilogue(program, step.outputs), _step_loads(program, step))
-                  - _epilogue(program, step.outputs) for o, (_, _, step) in tiles.items()}
+        r = program.window("C", program.inner["C"])[0]  # the loops inside it run once: ONLY
+        only = sum(3 * program._radix[i] for i in range(r + 1, len(program.count)))
+        queued = {o: _queued(program, o + only) for o in tiles}
         ahead = max(program.buffers(x, program.links[_chain(program, x)[-1]].dst) for x in "AB")
     after = out_last - e_last - mem.transfer_cycles(first_c.src, first_c.dst,
                                                     last.link_bytes[c0])  # fmt: skip
