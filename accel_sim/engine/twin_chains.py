@@ -13,6 +13,7 @@ import numpy as np
 
 from accel_sim.engine.des import QUEUE_DEPTH
 from accel_sim.engine.program import Program
+from accel_sim.engine.twin_tiles import tile_pipeline
 from accel_sim.engine.twin_steps import (
     _acc_buffers,
     _chain,
@@ -219,6 +220,8 @@ def _bounds(program: Program, fill: int, floor: int) -> int:
     if fill + sum((h + queued.get(o, 0)) * tiles[o][0] for o, h in holds.items()) + stores \
             + after <= best:
         return best
+    if _inside_k(program) == 1:  # the tiles' way out as a pipeline (twin_tiles.py)
+        return max(best, tile_pipeline(program, fill, queued, max(0, after)))
     chains = [0] * b
     for outer, h in holds.items():
         for res, count in enumerate(_residues(program, outer, b)):
