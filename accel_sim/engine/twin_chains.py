@@ -221,7 +221,7 @@ def _bounds(program: Program, fill: int, floor: int) -> int:
             + after <= best:
         return best
     if _inside_k(program) == 1:  # the tiles' way out as a pipeline (twin_tiles.py)
-        return max(best, tile_pipeline(program, fill, queued, max(0, after)))
+        return max(best, tile_pipeline(program, fill, queued, ahead, max(0, after)))
     chains = [0] * b
     for outer, h in holds.items():
         for res, count in enumerate(_residues(program, outer, b)):

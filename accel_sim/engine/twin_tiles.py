@@ -18,6 +18,8 @@ last run's increment is extrapolated).
 
 from __future__ import annotations
 
+import math
+
 from accel_sim.engine.program import Program
 from accel_sim.engine.twin_steps import _chain, _epilogue, output_tiles
 
@@ -25,10 +27,12 @@ from accel_sim.engine.twin_steps import _chain, _epilogue, output_tiles
 _TRIES = 8
 
 
-def tile_pipeline(program: Program, fill: int, queued: dict[int, int], after: int) -> int:
+def tile_pipeline(program: Program, fill: int, queued: dict[int, int], ahead: int,
+                  after: int) -> int:  # fmt: skip
     """When the last output tile has left: the recurrence from ``fill`` (the first compute's
     start), ``queued`` (per output-tile class, the loads ahead of its C hop beyond its
-    epilogue) and ``after`` (the last tile's way out beyond its first C hop)."""
+    epilogue; none for the last ``ahead`` tiles, whose inputs' successors do not exist) and
+    ``after`` (the last tile's way out beyond its first C hop)."""
     mem, links = program.memory, program.links
     c0 = links[_chain(program, "C")[0]]
     b = program.buffers("C", c0.src)
@@ -41,8 +45,10 @@ def tile_pipeline(program: Program, fill: int, queued: dict[int, int], after: in
                        mem.transfer_cycles(c0.src, c0.dst, nbytes), port)  # fmt: skip
     r = program.window("C", program.inner["C"])[0]
     loops = [i for i in range(r + 1) if program.count[i] > 1]
-    # state: compute end, vector end, port free, the last b C-hop ends (oldest first)
-    state = [fill, fill, 0, [0] * b]
+    # state: compute end, vector end, port free, the last b C-hop ends (oldest first), tiles
+    # left before the last `ahead`
+    state = [fill, fill, 0, [0] * b, program.n_steps // math.prod(
+        program.count[r + 1 :]) - ahead]  # fmt: skip
     once = sum(3 * program._radix[i] for i in range(r + 1) if program.count[i] == 1)
     _walk(program, loops, 0, once, cost, state)
     return state[3][-1] + after
@@ -50,7 +56,10 @@ def tile_pipeline(program: Program, fill: int, queued: dict[int, int], after: in
 
 def _tile(state: list, cost: tuple) -> None:
     compute, epilogue, queued, transfer, port = cost
-    c_end, v_end, p_free, slots = state
+    c_end, v_end, p_free, slots, left = state
+    state[4] = left - 1
+    if left <= 0:
+        queued = 0
     c_end = max(c_end, slots[0]) + compute
     v_end = max(c_end, v_end) + epilogue
     start = max(v_end, c_end + epilogue + queued, p_free)
@@ -64,7 +73,8 @@ def _relative(state: list) -> tuple:
     return (state[1] - ref, state[2] - ref, *(s - ref for s in state[3]))
 
 
-def _shift(state: list, cycles: int) -> None:
+def _shift(state: list, cycles: int, tiles: int) -> None:
+    state[4] -= tiles
     state[0] += cycles
     state[1] += cycles
     state[2] += cycles
@@ -80,7 +90,7 @@ def _walk(program: Program, loops: list[int], k: int, code: int, cost: dict, sta
     i = loops[k]
     n, radix = program.count[i], program._radix[i]
     _walk(program, loops, k + 1, code, cost, state)  # FIRST (digit 0)
-    middle, history = n - 2, []  # per run simulated: (relative state, compute end)
+    middle, history = n - 2, []  # per run simulated: (relative state, compute end, tiles)
     while middle > 0:
         _walk(program, loops, k + 1, code + radix, cost, state)
         middle -= 1
@@ -90,8 +100,11 @@ def _walk(program: Program, loops: list[int], k: int, code: int, cost: dict, sta
         if not period and len(history) >= _TRIES:
             period = len(state[3])  # no recurrence yet: extrapolate the last b runs' rate
         if period and middle >= period:
-            jumps = middle // period
-            _shift(state, (state[0] - history[-period][1]) * jumps)
+            _, c_end, left = history[-period]
+            tiles = left - state[4]  # per period
+            # (not into the last `ahead` tiles, whose loads differ)
+            jumps = min(middle // period, max(0, state[4] // tiles - 1))
+            _shift(state, (state[0] - c_end) * jumps, tiles * jumps)
             middle -= jumps * period
-        history.append((rel, state[0]))
+        history.append((rel, state[0], state[4]))
     _walk(program, loops, k + 1, code + 2 * radix, cost, state)  # LAST
