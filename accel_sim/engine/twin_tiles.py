@@ -10,21 +10,44 @@ back to back, both stores follow one another on the port, and only then can the 
 compute, so the port idles for a compute and an epilogue once per two tiles (966×4×268
 W4A4-static on ops_bitslice: the per-resource bounds gave 21.2 k cycles, the DES 25.9 k).
 
+An input kept for exactly one output tile (its window is the tile's K steps) in the level that
+feeds the unit, loaded over the stores' port, joins the cycle: its window ``s`` tiles later is
+requested when the tile's compute frees the slot, queues on the port with the stores in request
+order, and the tile computes only after it has arrived (478×36×962 FP16 on the 32×32 WS: the
+B window behind two stores, −13.3 % before).
+
 The recurrence is shift-invariant, so runs of tiles of one class — and runs of whole rows of
 tiles that repeat — are simulated until the state (every time relative to the last compute's
 end) recurs, then jumped over (exact once it recurs; after a few runs without recurrence, the
-last run's increment is extrapolated).
+last runs' increment is extrapolated).
 """
 
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 
 from accel_sim.engine.program import Program
 from accel_sim.engine.twin_steps import _chain, _epilogue, output_tiles
 
 #: Runs of one repeated sequence simulated before the last runs' increment is extrapolated.
 _TRIES = 8
+
+
+def streamed_input(program: Program) -> tuple | None:
+    """The input kept for exactly one output tile in the level that feeds the unit and loaded
+    over a port of the first C hop: (operand, its hop's index, slots), or None."""
+    mem, links = program.memory, program.links
+    c0 = links[_chain(program, "C")[0]]
+    ports = set(mem.hop_ports(c0.src, c0.dst))
+    r = program.window("C", program.inner["C"])[0]
+    for operand in "AB":
+        j = _chain(program, operand)[-1]
+        if program.window(operand, links[j].dst)[0] == r and ports & set(
+            mem.hop_ports(links[j].src, links[j].dst)
+        ):
+            return operand, j, program.buffers(operand, links[j].dst)
+    return None
 
 
 def tile_pipeline(program: Program, fill: int, queued: dict[int, int], ahead: int,
@@ -34,51 +57,134 @@ def tile_pipeline(program: Program, fill: int, queued: dict[int, int], ahead: in
     epilogue; none for the last ``ahead`` tiles, whose inputs' successors do not exist) and
     ``after`` (the last tile's way out beyond its first C hop)."""
     mem, links = program.memory, program.links
-    c0 = links[_chain(program, "C")[0]]
+    c_hop = _chain(program, "C")[0]
+    c0 = links[c_hop]
     b = program.buffers("C", c0.src)
+    stream = streamed_input(program)
+    r = program.window("C", program.inner["C"])[0]
+    radix = program._radix[r] if r >= 0 else 4 ** len(program.count)
+    # per tile class: the stream's port cycles (its first step's, then the rest's: the mover
+    # requests a step's tile once the previous one has passed, so a store requested meanwhile
+    # goes between them), the closing step's compute
+    loads: dict = defaultdict(lambda: [0, 0, 0])
+    if stream is not None:
+        _, j, _ = stream
+        port = set(mem.hop_ports(c0.src, c0.dst))
+        for code, n in program.multiplicity.items():
+            step, entry = program.class_of(code), loads[code - code % radix]
+            cycles = mem.port_cycles(links[j].src, links[j].dst, step.link_bytes[j])
+            entry[0 if step.starts_tile else 1] += n * max((c for p, c in cycles if p in port),
+                                                           default=0)  # fmt: skip
+            if step.closes_accumulator:
+                entry[2] = step.compute_cycles
     tiles = output_tiles(program)
     cost = {}
-    for outer, (_, compute, step) in tiles.items():
-        nbytes = step.link_bytes[_chain(program, "C")[0]]
+    for outer, (count, compute, step) in tiles.items():
+        nbytes = step.link_bytes[c_hop]
         port = max((c for _, c in mem.port_cycles(c0.src, c0.dst, nbytes)), default=0)
-        cost[outer] = (compute, _epilogue(program, step.outputs), queued.get(outer, 0),
-                       mem.transfer_cycles(c0.src, c0.dst, nbytes), port)  # fmt: skip
-    r = program.window("C", program.inner["C"])[0]
-    loops = [i for i in range(r + 1) if program.count[i] > 1]
-    # state: compute end, vector end, port free, the last b C-hop ends (oldest first), tiles
-    # left before the last `ahead`
-    state = [fill, fill, 0, [0] * b, program.n_steps // math.prod(
-        program.count[r + 1 :]) - ahead]  # fmt: skip
+        head, rest, last = loads[outer]
+        parts = tuple(c // max(1, count) for c in (head, rest) if c)
+        cost[outer] = (compute, _epilogue(program, step.outputs),
+                       0 if stream else queued.get(outer, 0),
+                       mem.transfer_cycles(c0.src, c0.dst, nbytes), port, parts, last)  # fmt: skip
+    n_tiles = program.n_steps // math.prod(program.count[r + 1 :])
+    slots = stream[2] if stream else 0
+    latency = mem.latency(links[stream[1]].src) if stream else 0
+    # state: compute end, vector end, port free, the last b served C hops' ends (oldest
+    # first), tiles left before the last `ahead`, the arrivals of the windows loaded and not
+    # yet used, the port requests not yet served (time, kind: 0 load / 1 store, cycles on the
+    # port, transfer), the stream's latency, tiles left, the stream's slots
+    # and the stream's mover: when it is free, the windows waiting for it (request, parts)
+    state = [fill, fill, 0, [0] * b, n_tiles - ahead, [], [], latency, n_tiles, slots, 0, []]
     once = sum(3 * program._radix[i] for i in range(r + 1) if program.count[i] == 1)
+    first = cost[once]  # every iterating loop at its first index
+    for _ in range(min(slots, n_tiles)):  # the first windows load from time 0
+        state[2] += sum(first[5])
+        state[5].append(state[2] + latency)
+    state[10] = state[2]
+    loops = [i for i in range(r + 1) if program.count[i] > 1]
     _walk(program, loops, 0, once, cost, state)
+    _serve(state, math.inf)
     return state[3][-1] + after
 
 
+def _serve(state: list, until: float) -> None:
+    """Serve the pending port requests made up to ``until``, in request order."""
+    pending = state[6]
+    while pending:
+        pending.sort()
+        if pending[0][0] > until:
+            break
+        req, kind, port, transfer, rest = pending.pop(0)
+        start = max(req, state[2])
+        state[2] = start + port
+        if kind:  # a store: frees its accumulator slot once read
+            state[3].pop(0)
+            state[3].append(start + transfer)
+        elif rest:  # the window's next tiles, requested once this one has passed
+            pending.append((start + transfer, 0, rest[0], rest[0], rest[1:]))
+        else:  # the window has arrived; the mover takes the next one
+            state[5].append(start + transfer + state[7])
+            state[10] = start + transfer
+            if state[11]:
+                _request(state, *state[11].pop(0))
+
+
 def _tile(state: list, cost: tuple) -> None:
-    compute, epilogue, queued, transfer, port = cost
-    c_end, v_end, p_free, slots, left = state
-    state[4] = left - 1
+    compute, epilogue, queued, transfer, port, parts, last = cost
+    left, remaining = state[4], state[8]
+    state[4], state[8] = left - 1, remaining - 1
     if left <= 0:
         queued = 0
-    c_end = max(c_end, slots[0]) + compute
-    v_end = max(c_end, v_end) + epilogue
-    start = max(v_end, c_end + epilogue + queued, p_free)
-    state[:3] = c_end, v_end, start + port
-    slots.pop(0)
-    slots.append(start + transfer)
+    # the slot of the tile b back: served once fewer than b stores wait
+    while _stores(state) >= len(state[3]):
+        _serve(state, min(p[0] for p in state[6] if p[1]))
+    while state[9] and not state[5] and state[6]:  # its window must have been served
+        _serve(state, state[6][0][0])
+    c_end = max(state[0], state[3][_stores(state)]) + compute
+    if state[5]:  # after its window of the streamed input has arrived
+        c_end = max(c_end, state[5].pop(0) + last)
+    v_end = max(c_end, state[1]) + epilogue
+    state[0], state[1] = c_end, v_end
+    if remaining > state[9] > 0:
+        if any(not p[1] for p in state[6]):  # the mover is busy with the window before
+            state[11].append((c_end, parts))
+        else:
+            _request(state, c_end, parts)  # the window `slots` tiles later
+    state[6].append((max(v_end, c_end + epilogue + queued), 1, port, transfer, ()))
+    _serve(state, c_end)
+
+
+def _request(state: list, time: int, parts: tuple) -> None:
+    if parts:
+        state[6].append((max(time, state[10]), 0, parts[0], parts[0], parts[1:]))
+    else:
+        state[5].append(time)
+
+
+def _stores(state: list) -> int:
+    return sum(1 for p in state[6] if p[1])
 
 
 def _relative(state: list) -> tuple:
     ref = state[0]
-    return (state[1] - ref, state[2] - ref, *(s - ref for s in state[3]))
+    return (state[1] - ref, state[2] - ref, *(s - ref for s in state[3]),
+            *(s - ref for s in state[5]), state[10] - ref,
+            *((p[0] - ref, *p[1:]) for p in sorted(state[6])),
+            *((w[0] - ref, w[1]) for w in state[11]))  # fmt: skip
 
 
 def _shift(state: list, cycles: int, tiles: int) -> None:
     state[4] -= tiles
+    state[8] -= tiles
     state[0] += cycles
     state[1] += cycles
     state[2] += cycles
     state[3][:] = [s + cycles for s in state[3]]
+    state[5][:] = [s + cycles for s in state[5]]
+    state[6][:] = [(p[0] + cycles, *p[1:]) for p in state[6]]
+    state[10] += cycles
+    state[11][:] = [(w[0] + cycles, w[1]) for w in state[11]]
 
 
 def _walk(program: Program, loops: list[int], k: int, code: int, cost: dict, state: list):
