@@ -28,7 +28,7 @@ import math
 from collections import defaultdict
 
 from accel_sim.engine.program import Program
-from accel_sim.engine.twin_steps import _chain, _epilogue, output_tiles
+from accel_sim.engine.twin_steps import _chain, _epilogue, _tile_code, output_tiles
 
 #: Runs of one repeated sequence simulated before the last runs' increment is extrapolated.
 _TRIES = 8
@@ -63,27 +63,27 @@ def tile_pipeline(program: Program, fill: int, queued: dict[int, int], ahead: in
     stream = streamed_input(program)
     r = program.window("C", program.inner["C"])[0]
     radix = program._radix[r] if r >= 0 else 4 ** len(program.count)
-    # per tile class: the stream's port cycles (its first step's, then the rest's: the mover
-    # requests a step's tile once the previous one has passed, so a store requested meanwhile
-    # goes between them), the closing step's compute
-    loads: dict = defaultdict(lambda: [0, 0, 0])
+    # per tile class: the stream's port cycles (its first step's, the middle steps', the last
+    # step's: the mover requests a step's tile once the previous one has passed, so a store
+    # requested meanwhile goes between them), the closing step's compute
+    loads: dict = defaultdict(lambda: [0, 0, 0, 0])
     if stream is not None:
         _, j, _ = stream
         port = set(mem.hop_ports(c0.src, c0.dst))
         for code, n in program.multiplicity.items():
             step, entry = program.class_of(code), loads[code - code % radix]
             cycles = mem.port_cycles(links[j].src, links[j].dst, step.link_bytes[j])
-            entry[0 if step.starts_tile else 1] += n * max((c for p, c in cycles if p in port),
-                                                           default=0)  # fmt: skip
+            part = 0 if step.starts_tile else 2 if step.closes_accumulator else 1
+            entry[part] += n * max((c for p, c in cycles if p in port), default=0)
             if step.closes_accumulator:
-                entry[2] = step.compute_cycles
+                entry[3] = step.compute_cycles
     tiles = output_tiles(program)
     cost = {}
     for outer, (count, compute, step) in tiles.items():
         nbytes = step.link_bytes[c_hop]
         port = max((c for _, c in mem.port_cycles(c0.src, c0.dst, nbytes)), default=0)
-        head, rest, last = loads[outer]
-        parts = tuple(c // max(1, count) for c in (head, rest) if c)
+        *head, last = loads[outer]
+        parts = tuple(c // max(1, count) for c in head if c)
         cost[outer] = (compute, _epilogue(program, step.outputs),
                        0 if stream else queued.get(outer, 0),
                        mem.transfer_cycles(c0.src, c0.dst, nbytes), port, parts, last)  # fmt: skip
@@ -95,11 +95,12 @@ def tile_pipeline(program: Program, fill: int, queued: dict[int, int], ahead: in
     # yet used, the port requests not yet served (time, kind: 0 load / 1 store, cycles on the
     # port, transfer), the stream's latency, tiles left, the stream's slots
     # and the stream's mover: when it is free, the windows waiting for it (request, parts)
-    state = [fill, fill, 0, [0] * b, n_tiles - ahead, [], [], latency, n_tiles, slots, 0, []]
+    # and the window of the tile that leaves ``k`` tiles (the class of a tile ahead)
+    state = [fill, fill, 0, [0] * b, n_tiles - ahead, [], [], latency, n_tiles, slots, 0, [],
+             lambda k: cost[_tile_code(program, n_tiles - k)][5]]  # fmt: skip
     once = sum(3 * program._radix[i] for i in range(r + 1) if program.count[i] == 1)
-    first = cost[once]  # every iterating loop at its first index
-    for _ in range(min(slots, n_tiles)):  # the first windows load from time 0
-        state[2] += sum(first[5])
+    for t in range(min(slots, n_tiles)):  # the first windows load from time 0
+        state[2] += sum(state[12](n_tiles - t))
         state[5].append(state[2] + latency)
     state[10] = state[2]
     loops = [i for i in range(r + 1) if program.count[i] > 1]
@@ -131,7 +132,7 @@ def _serve(state: list, until: float) -> None:
 
 
 def _tile(state: list, cost: tuple) -> None:
-    compute, epilogue, queued, transfer, port, parts, last = cost
+    compute, epilogue, queued, transfer, port, _, last = cost
     left, remaining = state[4], state[8]
     state[4], state[8] = left - 1, remaining - 1
     if left <= 0:
@@ -147,10 +148,11 @@ def _tile(state: list, cost: tuple) -> None:
     v_end = max(c_end, state[1]) + epilogue
     state[0], state[1] = c_end, v_end
     if remaining > state[9] > 0:
+        parts = state[12](remaining - state[9])  # the window `slots` tiles later
         if any(not p[1] for p in state[6]):  # the mover is busy with the window before
             state[11].append((c_end, parts))
         else:
-            _request(state, c_end, parts)  # the window `slots` tiles later
+            _request(state, c_end, parts)
     state[6].append((max(v_end, c_end + epilogue + queued), 1, port, transfer, ()))
     _serve(state, c_end)
 
