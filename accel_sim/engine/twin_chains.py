@@ -13,14 +13,13 @@ import numpy as np
 
 from accel_sim.engine.des import QUEUE_DEPTH
 from accel_sim.engine.program import Program
-from accel_sim.engine.twin_tiles import tile_pipeline
 from accel_sim.engine.twin_steps import (
-    _acc_buffers,
     _chain,
     _downstream,
     _epilogue,
     _inside_k,
     _last_tiles,
+    _plan,
     _port_totals,
     _tile_code,
     _tile_steps,
@@ -28,6 +27,7 @@ from accel_sim.engine.twin_steps import (
     output_tiles,
     step_busy,
 )
+from accel_sim.engine.twin_tiles import tile_pipeline
 
 
 def _residues(program: Program, outer: int, b: int) -> list[int]:
@@ -65,6 +65,7 @@ def load_bound(program: Program) -> float:
     loads = _port_totals(program)[0]
     tails: dict[object, int] = {}
     leads: dict[object, int] = {}
+    slots = {hop[0]: hop[4] for hop in _plan(program)[1]}  # per input link, its slots
     for operand in "AB":
         chain = _chain(program, operand)
         way = 0  # from the end of a hop's transfer to the data's arrival in the innermost level
@@ -73,8 +74,7 @@ def load_bound(program: Program) -> float:
             j = chain[k]
             link = program.links[j]
             r = program.window(operand, link.dst)[0]
-            held = program.buffers(operand, link.dst) * math.prod(program.count[r + 1 :])
-            lead += min(held, QUEUE_DEPTH)
+            lead += min(slots[j] * math.prod(program.count[r + 1 :]), QUEUE_DEPTH)
             if not last.link_bytes[j]:
                 continue
             way += mem.latency(link.src)
@@ -94,27 +94,31 @@ def load_bound(program: Program) -> float:
         reach = last.compute_cycles + arrival.get(port, 0)
         late = 0
         if other and port in arrival:
-            late = _late_stores(program, port, leads[port], tail + reach)
+            late = _late_stores(program, port, leads[port], tail + reach, other)
         best = max(best, loads[port] + other - late + max(late, tail + reach) + finish - reach)
     program.__dict__["_twin_load_bound"] = best
     return best
 
 
-def _late_stores(program: Program, port, lead: int, way: int) -> int:
-    """Cycles on ``port`` of the stores of the output tiles (but the last) that reach the port
-    after its last load was requested, so that they overlap that load's way in instead of
-    delaying it: the last load is requested at most ``lead`` steps before the last compute (its
-    mover runs ahead by the slots on its way in), and a tile whose closing step is followed by
-    loads on the port shorter than ``way`` (the last load's way in, the last compute and the
-    way out to the port) reaches it after those loads have started."""
-    n, late, after = program.n_steps, 0, 0
-    for i in range(n - 2, max(-1, n - 2 - lead), -1):
-        code = program.code(i + 1)
-        after += step_busy(program, code).get(port, 0) - _downstream(program, code).get(port, 0)
-        if after >= way:
-            break
-        late += _downstream(program, program.code(i)).get(port, 0)
-    return late
+def _late_stores(program: Program, port, lead: int, way: int, other: int) -> float:
+    """Cycles on ``port`` of the stores of the output tiles (but the last; ``other``: all of
+    theirs) that reach the port after its last load was requested, so that they overlap that
+    load's way in instead of delaying it: the last load is requested at most ``lead`` steps
+    before the last compute (its mover runs ahead by the slots on its way in), and a tile whose
+    closing step is followed by loads on the port shorter than ``way`` (the last load's way in,
+    the last compute and the way out to the port; at the port's average load per step) reaches
+    it after those loads have started."""
+    n, spt, inside = program.n_steps, _tile_steps(program), _inside_k(program)
+    per_step = _port_totals(program)[0][port] / n
+    steps = min(lead, math.ceil(way / per_step) - 1) if per_step else lead
+    if steps <= 0:
+        return 0
+    # of the other output tiles, those closing ``steps`` or fewer steps before the last
+    tiles = sum(
+        k for c, k in program.multiplicity.items() if program.class_of(c).closes_accumulator
+    )
+    late = min(tiles - 1, inside - 1, steps) if inside > 1 else min(tiles - 1, steps // spt)
+    return other * late / (tiles - 1) if late > 0 else 0
 
 
 def _queued(program: Program, code: int) -> int:
@@ -182,7 +186,7 @@ def _bounds(program: Program, fill: int, floor: int) -> int:
     best = max(floor, load_bound(program))
     spt = _tile_steps(program)
     n_tiles = n // spt
-    b = _acc_buffers(program)
+    b = _plan(program)[3]  # accumulator slots
     if not program.op.epilogue_ops_per_output and (b == 1 or n_tiles <= b):
         return best
     tiles = output_tiles(program)
@@ -208,7 +212,7 @@ def _bounds(program: Program, fill: int, floor: int) -> int:
         r = program.window("C", program.inner["C"])[0]  # the loops inside it run once: ONLY
         only = sum(3 * program._radix[i] for i in range(r + 1, len(program.count)))
         queued = {o: _queued(program, o + only) for o in tiles}
-        ahead = max(program.buffers(x, program.links[_chain(program, x)[-1]].dst) for x in "AB")
+        ahead = max(hop[4] for hop in _plan(program)[1] if hop[1] is None)  # innermost slots
     after = out_last - e_last - mem.transfer_cycles(first_c.src, first_c.dst,
                                                     last.link_bytes[c0])  # fmt: skip
     stores = sum(
@@ -217,8 +221,10 @@ def _bounds(program: Program, fill: int, floor: int) -> int:
     )
     # no chain can exceed every tile's hold (a class's tiles can all fall on one slot: tiles
     # alternating big and small under an outer loop put every big one on the same slot)
-    if fill + sum((h + queued.get(o, 0)) * tiles[o][0] for o, h in holds.items()) + stores \
-            + after <= best:
+    if (
+        fill + sum((h + queued.get(o, 0)) * tiles[o][0] for o, h in holds.items()) + stores + after
+        <= best
+    ):
         return best
     if _inside_k(program) == 1:  # the tiles' way out as a pipeline (twin_tiles.py)
         return max(best, tile_pipeline(program, fill, queued, ahead, max(0, after)))

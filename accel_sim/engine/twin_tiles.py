@@ -28,7 +28,7 @@ import math
 from collections import defaultdict
 
 from accel_sim.engine.program import Program
-from accel_sim.engine.twin_steps import _chain, _epilogue, _tile_code, output_tiles
+from accel_sim.engine.twin_steps import _chain, _epilogue, _plan, _tile_code, output_tiles
 
 #: Runs of one repeated sequence simulated before the last runs' increment is extrapolated.
 _TRIES = 8
@@ -41,12 +41,14 @@ def streamed_input(program: Program) -> tuple | None:
     c0 = links[_chain(program, "C")[0]]
     ports = set(mem.hop_ports(c0.src, c0.dst))
     r = program.window("C", program.inner["C"])[0]
-    for operand in "AB":
-        j = _chain(program, operand)[-1]
-        if program.window(operand, links[j].dst)[0] == r and ports & set(
-            mem.hop_ports(links[j].src, links[j].dst)
+    for j, nxt, _, _, slots, _ in _plan(program)[1]:
+        operand = links[j].operand
+        if (
+            nxt is None
+            and program.window(operand, links[j].dst)[0] == r
+            and ports & set(mem.hop_ports(links[j].src, links[j].dst))
         ):
-            return operand, j, program.buffers(operand, links[j].dst)
+            return operand, j, slots
     return None
 
 
@@ -59,7 +61,7 @@ def tile_pipeline(program: Program, fill: int, queued: dict[int, int], ahead: in
     mem, links = program.memory, program.links
     c_hop = _chain(program, "C")[0]
     c0 = links[c_hop]
-    b = program.buffers("C", c0.src)
+    b = _plan(program)[3]  # accumulator slots
     stream = streamed_input(program)
     r = program.window("C", program.inner["C"])[0]
     radix = program._radix[r] if r >= 0 else 4 ** len(program.count)
@@ -137,6 +139,15 @@ def _tile(state: list, cost: tuple) -> None:
     state[4], state[8] = left - 1, remaining - 1
     if left <= 0:
         queued = 0
+    if not state[9]:  # no streamed input: the stores are served in tile order at once
+        slots = state[3]
+        c_end = max(state[0], slots[0]) + compute
+        v_end = max(c_end, state[1]) + epilogue
+        start = max(v_end, c_end + epilogue + queued, state[2])
+        state[0], state[1], state[2] = c_end, v_end, start + port
+        slots.pop(0)
+        slots.append(start + transfer)
+        return
     # the slot of the tile b back: served once fewer than b stores wait
     while _stores(state) >= len(state[3]):
         _serve(state, min(p[0] for p in state[6] if p[1]))
