@@ -39,6 +39,7 @@ from accel_sim.engine.twin_steps import (  # noqa: F401 - step_busy, output_tile
     _inside_k,
     _last_tiles,
     _prefetch_idle,
+    _slot_chains,
     _tile_code,
     _tile_steps,
     _turnover,
@@ -75,6 +76,8 @@ def body_cycles(program: Program, fill: int = 0, ports: dict | None = None) -> i
             extra = _prefetch_idle(program, g, radix, outer, busy)  # on the group's own work
             for port, idle in _turnover(program, g, radix, outer).items():
                 busy[port] += idle
+            for slots, chain in _slot_chains(program, g, radix, outer).items():
+                busy[slots] = max(busy[slots], chain)
             for resource, idle in extra.items():
                 busy[resource] += idle
     spill = _carry_spills(program, g, groups)

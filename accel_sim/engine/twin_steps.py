@@ -209,6 +209,39 @@ def _bubble(program: Program, code: int) -> int:
     return delay
 
 
+def _slot_chains(program: Program, g: int, radix: int, outer: int) -> dict[object, int]:
+    """Per one-step window with ``s`` slots whose group of ``count`` steps is a multiple of
+    ``s`` long, the longest chain of holds that share a slot in a group of class ``outer``:
+    slots are taken in step order, so steps ``i, i + s, …`` hold one slot in turn, and with
+    ``count`` a multiple of ``s`` the same positions of every group do (the first K step of
+    every output tile on one slot, its short last one on the other), which the Little's-law
+    average (Σ held / s) misses (27×219×2171 W8A8-static on the edge NPU: B streamed through
+    two FILTER_SRAM slots, a full and a short K step per tile)."""
+    count = program.count[g]
+    links, hops = _plan(program)[:2]
+    mem = program.memory
+    out: dict[object, int] = {}
+    for j, nxt, l0, latency, slots, _ in hops:
+        if slots < 2 or count < slots or count % slots:
+            continue
+        chains = [0] * slots
+        for code in _group_codes(program, g, radix, outer):
+            step = program.class_of(code)
+            closes = step.closes_src[nxt] if nxt is not None else step.closes_l0[l0]
+            if not (step.opens[j] and closes and step.link_bytes[j]):
+                break
+            use = step.compute_cycles if nxt is None else mem.transfer_cycles(
+                *links[nxt], step.link_bytes[nxt])  # fmt: skip
+            held = mem.transfer_cycles(*links[j], step.link_bytes[j]) + latency + use
+            digit = (code // radix) % 4
+            first = 0 if digit == 0 else 1 if digit == 1 else count - 1
+            for i in range(first, first + _digit_count(count, digit)):
+                chains[i % slots] += held
+        else:
+            out[("slots", j)] = max(chains)
+    return out
+
+
 def _turnover(program: Program, g: int, radix: int, outer: int) -> dict[object, int]:
     """Per port, the cycles it idles at the end of a group of class ``outer`` waiting for a slot.
 
