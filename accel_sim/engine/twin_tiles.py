@@ -34,22 +34,70 @@ from accel_sim.engine.twin_steps import _chain, _epilogue, _plan, _tile_code, ou
 _TRIES = 8
 
 
+#: Steps of a tile simulated one by one (longer tiles: first, middle and last step lumped).
+_STEPS = 32
+
+
 def streamed_input(program: Program) -> tuple | None:
-    """The input kept for exactly one output tile in the level that feeds the unit and loaded
-    over a port of the first C hop: (operand, its hop's index, slots), or None."""
-    mem, links = program.memory, program.links
+    """The input loaded over a port of the first C hop into the level that feeds the unit and
+    kept there for exactly one output tile (``"tile"``) or one step (``"step"``, with a tile
+    of at most ``_STEPS`` steps of one loop): (kind, its hop's index, slots), or None."""
+    mem, links, count = program.memory, program.links, program.count
     c0 = links[_chain(program, "C")[0]]
     ports = set(mem.hop_ports(c0.src, c0.dst))
     r = program.window("C", program.inner["C"])[0]
+    inner = [i for i in range(r + 1, len(count)) if count[i] > 1]
+    found = None
     for j, nxt, _, _, slots, _ in _plan(program)[1]:
         operand = links[j].operand
-        if (
-            nxt is None
-            and program.window(operand, links[j].dst)[0] == r
-            and ports & set(mem.hop_ports(links[j].src, links[j].dst))
-        ):
-            return operand, j, slots
-    return None
+        if nxt is not None or not ports & set(mem.hop_ports(links[j].src, links[j].dst)):
+            continue
+        w = program.window(operand, links[j].dst)[0]
+        if w == r:
+            return "tile", j, slots
+        if len(inner) == 1 and count[inner[0]] <= _STEPS and math.prod(count[w + 1 :]) == 1:
+            found = found or ("step", j, slots)
+    return found
+
+
+def _steps(program: Program, r: int, j: int | None) -> dict[int, tuple]:
+    """Per output-tile class, its steps in order as (compute, the stream's cycles on the C
+    hop's port) — one by one when the tile is one loop of at most ``_STEPS`` steps, else its
+    first step, the middle ones lumped and its last."""
+    mem, links, count = program.memory, program.links, program.count
+    c0 = links[_chain(program, "C")[0]]
+    port = set(mem.hop_ports(c0.src, c0.dst))
+
+    def load(step) -> int:
+        if j is None or not step.link_bytes[j]:
+            return 0
+        cycles = mem.port_cycles(links[j].src, links[j].dst, step.link_bytes[j])
+        return max((c for p, c in cycles if p in port), default=0)
+
+    inner = [i for i in range(r + 1, len(count)) if count[i] > 1]
+    once = sum(3 * program._radix[i] for i in range(r + 1, len(count)) if count[i] == 1)
+    out: dict[int, tuple] = {}
+    for outer in output_tiles(program):
+        if len(inner) == 1 and count[inner[0]] <= _STEPS:
+            k, radix = count[inner[0]], program._radix[inner[0]]
+            digits = [0, *[1] * (k - 2), 2]
+            classes = [program.class_of(outer + once + d * radix) for d in digits]
+            out[outer] = tuple((c.compute_cycles, load(c)) for c in classes)
+        else:
+            out[outer] = None
+    if any(v is None for v in out.values()):  # lumped: first, middle, last
+        r_radix = program._radix[r] if r >= 0 else 4 ** len(count)
+        sums: dict = defaultdict(lambda: [[0, 0], [0, 0], [0, 0]])
+        for code, m in program.multiplicity.items():
+            step = program.class_of(code)
+            part = 0 if step.starts_tile else 2 if step.closes_accumulator else 1
+            entry = sums[code - code % r_radix][part]
+            entry[0] += m * step.compute_cycles
+            entry[1] += m * load(step)
+        tiles = output_tiles(program)
+        out = {o: tuple((c // max(1, tiles[o][0]), x // max(1, tiles[o][0]))
+                        for c, x in parts if c or x) for o, parts in sums.items()}  # fmt: skip
+    return out
 
 
 def tile_pipeline(program: Program, fill: int, queued: dict[int, int], ahead: int,
@@ -64,47 +112,33 @@ def tile_pipeline(program: Program, fill: int, queued: dict[int, int], ahead: in
     b = _plan(program)[3]  # accumulator slots
     stream = streamed_input(program)
     r = program.window("C", program.inner["C"])[0]
-    radix = program._radix[r] if r >= 0 else 4 ** len(program.count)
-    # per tile class: the stream's port cycles (its first step's, the middle steps', the last
-    # step's: the mover requests a step's tile once the previous one has passed, so a store
-    # requested meanwhile goes between them), the closing step's compute
-    loads: dict = defaultdict(lambda: [0, 0, 0, 0])
-    if stream is not None:
-        _, j, _ = stream
-        port = set(mem.hop_ports(c0.src, c0.dst))
-        for code, n in program.multiplicity.items():
-            step, entry = program.class_of(code), loads[code - code % radix]
-            cycles = mem.port_cycles(links[j].src, links[j].dst, step.link_bytes[j])
-            part = 0 if step.starts_tile else 2 if step.closes_accumulator else 1
-            entry[part] += n * max((c for p, c in cycles if p in port), default=0)
-            if step.closes_accumulator:
-                entry[3] = step.compute_cycles
-    tiles = output_tiles(program)
+    steps = _steps(program, r, stream[1] if stream else None) if stream else {}
     cost = {}
-    for outer, (count, compute, step) in tiles.items():
+    for outer, (_, compute, step) in output_tiles(program).items():
         nbytes = step.link_bytes[c_hop]
         port = max((c for _, c in mem.port_cycles(c0.src, c0.dst, nbytes)), default=0)
-        *head, last = loads[outer]
-        parts = tuple(c // max(1, count) for c in head if c)
         cost[outer] = (compute, _epilogue(program, step.outputs),
                        0 if stream else queued.get(outer, 0),
-                       mem.transfer_cycles(c0.src, c0.dst, nbytes), port, parts, last)  # fmt: skip
+                       mem.transfer_cycles(c0.src, c0.dst, nbytes), port,
+                       steps.get(outer, ()))  # fmt: skip
     n_tiles = program.n_steps // math.prod(program.count[r + 1 :])
-    slots = stream[2] if stream else 0
+    kind, slots = (stream[0], stream[2]) if stream else (None, 0)
     latency = mem.latency(links[stream[1]].src) if stream else 0
     # state: compute end, vector end, port free, the last b served C hops' ends (oldest
-    # first), tiles left before the last `ahead`, the arrivals of the windows loaded and not
-    # yet used, the port requests not yet served (time, kind: 0 load / 1 store, cycles on the
-    # port, transfer), the stream's latency, tiles left, the stream's slots
-    # and the stream's mover: when it is free, the windows waiting for it (request, parts)
-    # and the window of the tile that leaves ``k`` tiles (the class of a tile ahead)
+    # first), tiles left before the last `ahead`, the arrivals of the stream's steps loaded
+    # and not yet computed, the port requests not yet served (time, kind: 0 load / 1 store,
+    # cycles on the port, transfer, the window's further steps), the stream's latency, tiles
+    # left, the stream's slots, when its mover is free, the windows waiting for it (request,
+    # steps), the steps of the tile that leaves ``k`` tiles, the stream's kind
     state = [fill, fill, 0, [0] * b, n_tiles - ahead, [], [], latency, n_tiles, slots, 0, [],
-             lambda k: cost[_tile_code(program, n_tiles - k)][5]]  # fmt: skip
-    once = sum(3 * program._radix[i] for i in range(r + 1) if program.count[i] == 1)
-    for t in range(min(slots, n_tiles)):  # the first windows load from time 0
-        state[2] += sum(state[12](n_tiles - t))
-        state[5].append(state[2] + latency)
+             lambda k: cost[_tile_code(program, n_tiles - k)][5], kind]  # fmt: skip
+    first = [] if kind is None else [x for t in range(n_tiles) for _, x in state[12](n_tiles - t)]
+    for x in first[: slots * (len(state[12](n_tiles)) if kind == "tile" else 1)]:
+        # the first windows load from time 0
+        state[2] += x
+        state[5].append(state[2] + (latency if x else 0))
     state[10] = state[2]
+    once = sum(3 * program._radix[i] for i in range(r + 1) if program.count[i] == 1)
     loops = [i for i in range(r + 1) if program.count[i] > 1]
     _walk(program, loops, 0, once, cost, state)
     _serve(state, math.inf)
@@ -119,22 +153,23 @@ def _serve(state: list, until: float) -> None:
         if pending[0][0] > until:
             break
         req, kind, port, transfer, rest = pending.pop(0)
-        start = max(req, state[2])
-        state[2] = start + port
+        start = max(req, state[2]) if port else req  # (no bytes: no port, no latency)
+        state[2] = start + port if port else state[2]
         if kind:  # a store: frees its accumulator slot once read
             state[3].pop(0)
             state[3].append(start + transfer)
-        elif rest:  # the window's next tiles, requested once this one has passed
-            pending.append((start + transfer, 0, rest[0], rest[0], rest[1:]))
-        else:  # the window has arrived; the mover takes the next one
-            state[5].append(start + transfer + state[7])
-            state[10] = start + transfer
-            if state[11]:
-                _request(state, *state[11].pop(0))
+        else:
+            state[5].append(start + transfer + (state[7] if port else 0))
+            if rest:  # the window's next step, requested once this one has passed
+                pending.append((start + transfer, 0, rest[0], rest[0], rest[1:]))
+            else:  # the window has passed; the mover takes the next one
+                state[10] = start + transfer
+                if state[11]:
+                    _request(state, *state[11].pop(0))
 
 
 def _tile(state: list, cost: tuple) -> None:
-    compute, epilogue, queued, transfer, port, _, last = cost
+    compute, epilogue, queued, transfer, port, steps = cost
     left, remaining = state[4], state[8]
     state[4], state[8] = left - 1, remaining - 1
     if left <= 0:
@@ -151,28 +186,36 @@ def _tile(state: list, cost: tuple) -> None:
     # the slot of the tile b back: served once fewer than b stores wait
     while _stores(state) >= len(state[3]):
         _serve(state, min(p[0] for p in state[6] if p[1]))
-    while state[9] and not state[5] and state[6]:  # its window must have been served
-        _serve(state, state[6][0][0])
-    c_end = max(state[0], state[3][_stores(state)]) + compute
-    if state[5]:  # after its window of the streamed input has arrived
-        c_end = max(c_end, state[5].pop(0) + last)
+    c_end = max(state[0], state[3][_stores(state)])
+    ahead, per_step = state[9], state[13] == "step"
+    for k, (cycles, _) in enumerate(steps):
+        while not state[5] and state[6]:  # its tile of the stream must have been served
+            _serve(state, min(p[0] for p in state[6]))
+        c_end = max(c_end, state[5].pop(0) if state[5] else 0) + cycles
+        if per_step:  # its slot frees: the step `slots` later is requested
+            tile, pos = divmod(k + ahead, len(steps))
+            if remaining - tile > 0:
+                _window(state, c_end, (state[12](remaining - tile)[pos][1],))
+            _serve(state, c_end)
     v_end = max(c_end, state[1]) + epilogue
     state[0], state[1] = c_end, v_end
-    if remaining > state[9] > 0:
-        parts = state[12](remaining - state[9])  # the window `slots` tiles later
-        if any(not p[1] for p in state[6]):  # the mover is busy with the window before
-            state[11].append((c_end, parts))
-        else:
-            _request(state, c_end, parts)
+    if not per_step and remaining > ahead:  # the window `slots` tiles later
+        _window(state, c_end, tuple(x for _, x in state[12](remaining - ahead)))
     state[6].append((max(v_end, c_end + epilogue + queued), 1, port, transfer, ()))
     _serve(state, c_end)
 
 
-def _request(state: list, time: int, parts: tuple) -> None:
-    if parts:
-        state[6].append((max(time, state[10]), 0, parts[0], parts[0], parts[1:]))
+def _window(state: list, time: int, loads: tuple) -> None:
+    """Request a window of the stream (its steps' port cycles) once its slot frees; its mover
+    takes one window at a time."""
+    if any(not p[1] for p in state[6]) or state[11]:  # the mover is busy with the one before
+        state[11].append((time, loads))
     else:
-        state[5].append(time)
+        _request(state, time, loads)
+
+
+def _request(state: list, time: int, parts: tuple) -> None:
+    state[6].append((max(time, state[10]), 0, parts[0], parts[0], parts[1:]))
 
 
 def _stores(state: list) -> int:
