@@ -27,7 +27,7 @@ from accel_sim.engine.twin_steps import (
     output_tiles,
     step_busy,
 )
-from accel_sim.engine.twin_tiles import tile_pipeline
+from accel_sim.engine.twin_tiles import streamed_input, tile_pipeline
 
 
 def _residues(program: Program, outer: int, b: int) -> list[int]:
@@ -160,6 +160,16 @@ def _queued(program: Program, code: int) -> int:
     return done - epilogue
 
 
+def _unmodeled(program: Program, j: int) -> int:
+    """Cycles the loads other than link ``j``'s (the streamed input's) spend on that link's
+    ports: what the tile pipeline leaves out."""
+    mem, link = program.memory, program.links[j]
+    ports = set(mem.hop_ports(link.src, link.dst))
+    mine = dict(mem.port_cycles(link.src, link.dst, program.link_bytes[j]))
+    loads = _port_totals(program)[0]
+    return max(loads.get(p, 0) - mine.get(p, 0) for p in ports)
+
+
 def _bounds(program: Program, fill: int, floor: int) -> int:
     """The largest of these lower bounds (or ``floor``), each a chain of work that must happen
     in sequence:
@@ -183,7 +193,18 @@ def _bounds(program: Program, fill: int, floor: int) -> int:
     first_c = program.links[c0]
     e_last = _epilogue(program, last.outputs)
     out_last = _way_out(program, last, e_last, {})  # the last tile's epilogue and way out
+    after = out_last - e_last - mem.transfer_cycles(first_c.src, first_c.dst,
+                                                    last.link_bytes[c0])  # fmt: skip
+    stream = _inside_k(program) == 1 and streamed_input(program)
+    if stream:
+        # the pipeline of tiles with the streamed input schedules every transfer on the
+        # stores' port but the other inputs': the per-group estimate can exceed it by at most
+        # those (its slot turnovers and bursts are the pipeline's own)
+        pipe = tile_pipeline(program, fill, {}, 0, max(0, after))
+        floor = max(pipe, min(floor, pipe + _unmodeled(program, stream[1])))
     best = max(floor, load_bound(program))
+    if stream:
+        return best
     spt = _tile_steps(program)
     n_tiles = n // spt
     b = _plan(program)[3]  # accumulator slots
@@ -213,8 +234,6 @@ def _bounds(program: Program, fill: int, floor: int) -> int:
         only = sum(3 * program._radix[i] for i in range(r + 1, len(program.count)))
         queued = {o: _queued(program, o + only) for o in tiles}
         ahead = max(hop[4] for hop in _plan(program)[1] if hop[1] is None)  # innermost slots
-    after = out_last - e_last - mem.transfer_cycles(first_c.src, first_c.dst,
-                                                    last.link_bytes[c0])  # fmt: skip
     stores = sum(
         mem.transfer_cycles(first_c.src, first_c.dst, tiles[o][2].link_bytes[c0])
         for o in {_tile_code(program, t) for t in range(n_tiles - b, n_tiles)}

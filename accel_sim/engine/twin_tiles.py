@@ -62,8 +62,8 @@ def streamed_input(program: Program) -> tuple | None:
 
 def _steps(program: Program, r: int, j: int | None) -> dict[int, tuple]:
     """Per output-tile class, its steps in order as (compute, the stream's cycles on the C
-    hop's port) — one by one when the tile is one loop of at most ``_STEPS`` steps, else its
-    first step, the middle ones lumped and its last."""
+    hop's port, steps) — one by one when the tile is one loop of at most ``_STEPS`` steps, else
+    its first step, the middle ones lumped and its last."""
     mem, links, count = program.memory, program.links, program.count
     c0 = links[_chain(program, "C")[0]]
     port = set(mem.hop_ports(c0.src, c0.dst))
@@ -82,21 +82,23 @@ def _steps(program: Program, r: int, j: int | None) -> dict[int, tuple]:
             k, radix = count[inner[0]], program._radix[inner[0]]
             digits = [0, *[1] * (k - 2), 2]
             classes = [program.class_of(outer + once + d * radix) for d in digits]
-            out[outer] = tuple((c.compute_cycles, load(c)) for c in classes)
+            out[outer] = tuple((c.compute_cycles, load(c), 1) for c in classes)
         else:
             out[outer] = None
     if any(v is None for v in out.values()):  # lumped: first, middle, last
         r_radix = program._radix[r] if r >= 0 else 4 ** len(count)
-        sums: dict = defaultdict(lambda: [[0, 0], [0, 0], [0, 0]])
+        sums: dict = defaultdict(lambda: [[0, 0, 0], [0, 0, 0], [0, 0, 0]])
         for code, m in program.multiplicity.items():
             step = program.class_of(code)
             part = 0 if step.starts_tile else 2 if step.closes_accumulator else 1
             entry = sums[code - code % r_radix][part]
             entry[0] += m * step.compute_cycles
             entry[1] += m * load(step)
+            entry[2] += m
         tiles = output_tiles(program)
-        out = {o: tuple((c // max(1, tiles[o][0]), x // max(1, tiles[o][0]))
-                        for c, x in parts if c or x) for o, parts in sums.items()}  # fmt: skip
+        out = {o: tuple((c // max(1, tiles[o][0]), x // max(1, tiles[o][0]),
+                         max(1, k // max(1, tiles[o][0]))) for c, x, k in parts if k)
+               for o, parts in sums.items()}  # fmt: skip
     return out
 
 
@@ -132,9 +134,12 @@ def tile_pipeline(program: Program, fill: int, queued: dict[int, int], ahead: in
     # steps), the steps of the tile that leaves ``k`` tiles, the stream's kind
     state = [fill, fill, 0, [0] * b, n_tiles - ahead, [], [], latency, n_tiles, slots, 0, [],
              lambda k: cost[_tile_code(program, n_tiles - k)][5], kind]  # fmt: skip
-    first = [] if kind is None else [x for t in range(n_tiles) for _, x in state[12](n_tiles - t)]
+    first: list = []  # the first windows' steps, loaded from time 0
+    for t in range(n_tiles if kind else 0):
+        first += [x for _, x, _ in state[12](n_tiles - t)]
+        if len(first) >= slots * (len(state[12](n_tiles)) if kind == "tile" else 1):
+            break
     for x in first[: slots * (len(state[12](n_tiles)) if kind == "tile" else 1)]:
-        # the first windows load from time 0
         state[2] += x
         state[5].append(state[2] + (latency if x else 0))
     state[10] = state[2]
@@ -188,10 +193,12 @@ def _tile(state: list, cost: tuple) -> None:
         _serve(state, min(p[0] for p in state[6] if p[1]))
     c_end = max(state[0], state[3][_stores(state)])
     ahead, per_step = state[9], state[13] == "step"
-    for k, (cycles, _) in enumerate(steps):
+    for k, (cycles, _, lumped) in enumerate(steps):
         while not state[5] and state[6]:  # its tile of the stream must have been served
             _serve(state, min(p[0] for p in state[6]))
-        c_end = max(c_end, state[5].pop(0) if state[5] else 0) + cycles
+        # (middle steps lumped: their computes overlap their loads but the last one's)
+        arrived = state[5].pop(0) if state[5] else 0
+        c_end = max(c_end + cycles, arrived + cycles // lumped)
         if per_step:  # its slot frees: the step `slots` later is requested
             tile, pos = divmod(k + ahead, len(steps))
             if remaining - tile > 0:
@@ -200,7 +207,7 @@ def _tile(state: list, cost: tuple) -> None:
     v_end = max(c_end, state[1]) + epilogue
     state[0], state[1] = c_end, v_end
     if not per_step and remaining > ahead:  # the window `slots` tiles later
-        _window(state, c_end, tuple(x for _, x in state[12](remaining - ahead)))
+        _window(state, c_end, tuple(x for _, x, _ in state[12](remaining - ahead)))
     state[6].append((max(v_end, c_end + epilogue + queued), 1, port, transfer, ()))
     _serve(state, c_end)
 
