@@ -64,23 +64,19 @@ def load_bound(program: Program) -> float:
     best = -math.inf
     loads = _port_totals(program)[0]
     tails: dict[object, int] = {}
-    leads: dict[object, int] = {}
-    slots = {hop[0]: hop[4] for hop in _plan(program)[1]}  # per input link, its slots
+    leads: dict[object, list] = {}  # per port, the hops on it (operand, index in its chain)
     for operand in "AB":
         chain = _chain(program, operand)
         way = 0  # from the end of a hop's transfer to the data's arrival in the innermost level
-        lead = 0  # steps the hop's mover can run ahead of the compute: its slots on the way in
         for k in range(len(chain) - 1, -1, -1):
             j = chain[k]
             link = program.links[j]
-            r = program.window(operand, link.dst)[0]
-            lead += min(slots[j] * math.prod(program.count[r + 1 :]), QUEUE_DEPTH)
             if not last.link_bytes[j]:
                 continue
             way += mem.latency(link.src)
             for port in mem.hop_ports(link.src, link.dst):
                 tails[port] = min(tails.get(port, way), way)
-                leads[port] = min(leads.get(port, lead), lead)
+                leads.setdefault(port, []).append((operand, k))
             way += mem.transfer_cycles(link.src, link.dst, last.link_bytes[j])
     finish = last.compute_cycles + out_last
     # a port that also stores serves every store but the last tile's around its loads; the
@@ -94,10 +90,22 @@ def load_bound(program: Program) -> float:
         reach = last.compute_cycles + arrival.get(port, 0)
         late = 0
         if other and port in arrival:
-            late = _late_stores(program, port, leads[port], tail + reach, other)
+            lead = min(_lead(program, *hop) for hop in leads[port])
+            late = _late_stores(program, port, lead, tail + reach, other)
         best = max(best, loads[port] + other - late + max(late, tail + reach) + finish - reach)
     program.__dict__["_twin_load_bound"] = best
     return best
+
+
+def _lead(program: Program, operand: str, k: int) -> int:
+    """Steps the mover of ``operand``'s ``k``-th hop can run ahead of the compute: the slots on
+    its way in (each level's slots × steps per window, at most a token queue's depth each)."""
+    slots = {hop[0]: hop[4] for hop in _plan(program)[1]}  # per input link, its slots
+    lead = 0
+    for j in _chain(program, operand)[k:]:
+        r = program.window(operand, program.links[j].dst)[0]
+        lead += min(slots[j] * math.prod(program.count[r + 1 :]), QUEUE_DEPTH)
+    return lead
 
 
 def _late_stores(program: Program, port, lead: int, way: int, other: int) -> float:

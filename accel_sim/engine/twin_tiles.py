@@ -42,6 +42,14 @@ def streamed_input(program: Program) -> tuple | None:
     """The input loaded over a port of the first C hop into the level that feeds the unit and
     kept there for exactly one output tile (``"tile"``) or one step (``"step"``, with a tile
     of at most ``_STEPS`` steps of one loop): (kind, its hop's index, slots), or None."""
+    cached = program.__dict__.get("_twin_stream", False)
+    if cached is not False:
+        return cached
+    program.__dict__["_twin_stream"] = found = _streamed_input(program)
+    return found
+
+
+def _streamed_input(program: Program) -> tuple | None:
     mem, links, count = program.memory, program.links, program.count
     c0 = links[_chain(program, "C")[0]]
     ports = set(mem.hop_ports(c0.src, c0.dst))
@@ -80,9 +88,9 @@ def _steps(program: Program, r: int, j: int | None) -> dict[int, tuple]:
     for outer in output_tiles(program):
         if len(inner) == 1 and count[inner[0]] <= _STEPS:
             k, radix = count[inner[0]], program._radix[inner[0]]
-            digits = [0, *[1] * (k - 2), 2]
-            classes = [program.class_of(outer + once + d * radix) for d in digits]
-            out[outer] = tuple((c.compute_cycles, load(c), 1) for c in classes)
+            first, middle, last = (program.class_of(outer + once + d * radix) for d in (0, 1, 2))
+            first, middle, last = ((c.compute_cycles, load(c), 1) for c in (first, middle, last))
+            out[outer] = (first, *[middle] * (k - 2), last)
         else:
             out[outer] = None
     if any(v is None for v in out.values()):  # lumped: first, middle, last
@@ -133,7 +141,7 @@ def tile_pipeline(program: Program, fill: int, queued: dict[int, int], ahead: in
     # left, the stream's slots, when its mover is free, the windows waiting for it (request,
     # steps), the steps of the tile that leaves ``k`` tiles, the stream's kind
     state = [fill, fill, 0, [0] * b, n_tiles - ahead, [], [], latency, n_tiles, slots, 0, [],
-             lambda k: cost[_tile_code(program, n_tiles - k)][5], kind]  # fmt: skip
+             _ahead(program, cost, n_tiles), kind]  # fmt: skip
     first: list = []  # the first windows' steps, loaded from time 0
     for t in range(n_tiles if kind else 0):
         first += [x for _, x, _ in state[12](n_tiles - t)]
@@ -148,6 +156,19 @@ def tile_pipeline(program: Program, fill: int, queued: dict[int, int], ahead: in
     _walk(program, loops, 0, once, cost, state)
     _serve(state, math.inf)
     return state[3][-1] + after
+
+
+def _ahead(program: Program, cost: dict, n_tiles: int):
+    """The steps of the tile that leaves ``k`` tiles, by ``k`` (memoised: few distinct)."""
+    memo: dict[int, tuple] = {}
+
+    def steps(k: int) -> tuple:
+        hit = memo.get(k)
+        if hit is None:
+            hit = memo[k] = cost[_tile_code(program, n_tiles - k)][5]
+        return hit
+
+    return steps
 
 
 def _serve(state: list, until: float) -> None:
@@ -231,6 +252,8 @@ def _stores(state: list) -> int:
 
 def _relative(state: list) -> tuple:
     ref = state[0]
+    if not state[9]:  # no stream
+        return (state[1] - ref, state[2] - ref, *[s - ref for s in state[3]])
     return (state[1] - ref, state[2] - ref, *(s - ref for s in state[3]),
             *(s - ref for s in state[5]), state[10] - ref,
             *((p[0] - ref, *p[1:]) for p in sorted(state[6])),
@@ -258,10 +281,19 @@ def _walk(program: Program, loops: list[int], k: int, code: int, cost: dict, sta
         return
     i = loops[k]
     n, radix = program.count[i], program._radix[i]
-    _walk(program, loops, k + 1, code, cost, state)  # FIRST (digit 0)
+    if k + 1 == len(loops):  # the innermost: its runs are tiles
+
+        def run(c):
+            _tile(state, cost[c])
+    else:
+
+        def run(c):
+            _walk(program, loops, k + 1, c, cost, state)
+
+    run(code)  # FIRST (digit 0)
     middle, history = n - 2, []  # per run simulated: (relative state, compute end, tiles)
     while middle > 0:
-        _walk(program, loops, k + 1, code + radix, cost, state)
+        run(code + radix)
         middle -= 1
         rel = _relative(state)
         # a period of p runs (the slots alternate: often p = b): the state recurs p runs later
@@ -276,4 +308,4 @@ def _walk(program: Program, loops: list[int], k: int, code: int, cost: dict, sta
             _shift(state, (state[0] - c_end) * jumps, tiles * jumps)
             middle -= jumps * period
         history.append((rel, state[0], state[4]))
-    _walk(program, loops, k + 1, code + 2 * radix, cost, state)  # LAST
+    run(code + 2 * radix)  # LAST
