@@ -28,6 +28,7 @@ from collections import defaultdict
 
 from accel_sim.engine.program import Program
 from accel_sim.engine.twin_chains import _bounds, _store_bound, load_bound
+from accel_sim.engine.twin_groups import _prefetch_idle, _slot_chains, _turnover
 from accel_sim.engine.twin_steps import (  # noqa: F401 - step_busy, output_tiles: public here too
     _BUBBLE,
     _chain,
@@ -38,11 +39,8 @@ from accel_sim.engine.twin_steps import (  # noqa: F401 - step_busy, output_tile
     _group_loop,
     _inside_k,
     _last_tiles,
-    _prefetch_idle,
-    _slot_chains,
     _tile_code,
     _tile_steps,
-    _turnover,
     _way_out,
     output_tiles,
     step_busy,
