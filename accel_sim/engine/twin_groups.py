@@ -37,9 +37,12 @@ def _slot_chains(program: Program, g: int, radix: int, outer: int) -> dict[objec
                 *links[nxt], step.link_bytes[nxt])  # fmt: skip
             held = mem.transfer_cycles(*links[j], step.link_bytes[j]) + latency + use
             digit = (code // radix) % 4
-            first = 0 if digit == 0 else 1 if digit == 1 else count - 1
-            for i in range(first, first + _digit_count(count, digit)):
-                chains[i % slots] += held
+            lo = 0 if digit == 0 else 1 if digit == 1 else count - 1
+            hi = lo + _digit_count(count, digit) - 1  # positions lo … hi, by residue
+            for res in range(slots):
+                first = lo + (res - lo) % slots
+                if first <= hi:
+                    chains[res] += held * ((hi - first) // slots + 1)
         else:
             out[("slots", j)] = max(chains)
     return out

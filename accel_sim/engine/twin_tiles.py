@@ -35,7 +35,7 @@ _TRIES = 8
 
 
 #: Steps of a tile simulated one by one (longer tiles: first, middle and last step lumped).
-_STEPS = 64
+_STEPS = 32
 
 
 def streamed_input(program: Program) -> tuple | None:
