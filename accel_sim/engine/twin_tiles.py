@@ -10,11 +10,13 @@ back to back, both stores follow one another on the port, and only then can the 
 compute, so the port idles for a compute and an epilogue once per two tiles (966×4×268
 W4A4-static on ops_bitslice: the per-resource bounds gave 21.2 k cycles, the DES 25.9 k).
 
-An input kept for exactly one output tile (its window is the tile's K steps) in the level that
-feeds the unit, loaded over the stores' port, joins the cycle: its window ``s`` tiles later is
-requested when the tile's compute frees the slot, queues on the port with the stores in request
-order, and the tile computes only after it has arrived (478×36×962 FP16 on the 32×32 WS: the
-B window behind two stores, −13.3 % before).
+An input kept for exactly one output tile (its window is the tile's K steps) or one step in the
+level that feeds the unit, loaded over the stores' port, joins the cycle step by step: its
+window ``s`` tiles (steps) later is requested when the compute frees the slot and the window
+before has passed, one step's tile after the other, queues on the port with the stores in
+request order, and each step computes only after its tile has arrived (478×36×962 FP16 on the
+32×32 WS: the B window behind two stores, −13.3 % before; 44×126×2025 W8A8 on ops_bitslice,
+B one step per slot: −14.7 % before).
 
 The recurrence is shift-invariant, so runs of tiles of one class — and runs of whole rows of
 tiles that repeat — are simulated until the state (every time relative to the last compute's
@@ -32,7 +34,6 @@ from accel_sim.engine.twin_steps import _chain, _epilogue, _plan, _tile_code, ou
 
 #: Runs of one repeated sequence simulated before the last runs' increment is extrapolated.
 _TRIES = 8
-
 
 #: Steps of a tile simulated one by one (longer tiles: first, middle and last step lumped).
 _STEPS = 32
@@ -195,6 +196,8 @@ def _serve(state: list, until: float) -> None:
 
 
 def _tile(state: list, cost: tuple) -> None:
+    """One output tile of ``cost`` (compute, epilogue, queued loads, its first C hop's transfer
+    and port cycles, its steps) through the recurrence, ``state`` updated (cycles)."""
     compute, epilogue, queued, transfer, port, steps = cost
     left, remaining = state[4], state[8]
     state[4], state[8] = left - 1, remaining - 1
@@ -243,14 +246,19 @@ def _window(state: list, time: int, loads: tuple) -> None:
 
 
 def _request(state: list, time: int, parts: tuple) -> None:
+    """Put a window's first step on the port's queue once the mover is free (its further steps
+    follow it, :func:`_serve`)."""
     state[6].append((max(time, state[10]), 0, parts[0], parts[0], parts[1:]))
 
 
 def _stores(state: list) -> int:
+    """Stores requested and not yet served."""
     return sum(1 for p in state[6] if p[1])
 
 
 def _relative(state: list) -> tuple:
+    """The state with every time relative to the last compute's end (equal states evolve
+    alike, shifted)."""
     ref = state[0]
     if not state[9]:  # no stream
         return (state[1] - ref, state[2] - ref, *[s - ref for s in state[3]])
@@ -261,6 +269,7 @@ def _relative(state: list) -> tuple:
 
 
 def _shift(state: list, cycles: int, tiles: int) -> None:
+    """Advance the state by ``tiles`` tiles taking ``cycles`` (a jump over repeated runs)."""
     state[4] -= tiles
     state[8] -= tiles
     state[0] += cycles
