@@ -192,7 +192,13 @@ def _bounds(program: Program, fill: int, floor: int) -> int:
       slots are taken and freed in tile order, so tiles ``t, t + b, t + 2b, …`` hold the same
       slot one after another: the run lasts at least the longest of those ``b`` chains (when the
       tiles alternate big and small — a short last row — one chain gets every big tile, which
-      the average ``Σ holds / b`` of the per-group model misses).
+      the average ``Σ holds / b`` of the per-group model misses). With K innermost these
+      chains are the tile pipeline's (``twin_tiles.py``), which also sees the stores and the
+      loads queued on one port and the vector unit together.
+
+    With an input streamed over the stores' port (``twin_tiles.streamed_input``) the pipeline
+    schedules every transfer on that port but the other inputs', so ``floor`` (the per-group
+    estimate) is capped at the pipeline plus those (cycles throughout).
     """
     mem = program.memory
     n = program.n_steps
