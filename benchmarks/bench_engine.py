@@ -1,8 +1,9 @@
 """Engine speed and fidelity: our DES vs SCALE-Sim, the closed-form model vs the DES on a random
 grid, and the worst cases.
 
-Run: ``python benchmarks/bench_engine.py [--quick] [--grid N] [--seed S]`` (SCALE-Sim needs
-``.ci/setup_scalesim.sh``). Prints, measured in this run:
+Run: ``python benchmarks/bench_engine.py [--quick] [--grid N] [--seed S] [--grid-only]``
+(SCALE-Sim needs ``.ci/setup_scalesim.sh``; ``--grid-only``: part 3 alone). Prints, measured in
+this run:
 1. per GEMM: SCALE-Sim wall time, our DES wall time, their ratio, and that both report the same
    cycles (our compute_cycles vs SCALE-Sim's Total Cycles, stall-free CALC mode);
 2. DES vs closed-form model wall time on the same GEMMs;
@@ -191,7 +192,12 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="skip the slow SCALE-Sim cases")
     parser.add_argument("--grid", type=int, default=300, help="GEMMs in the model-vs-DES grid")
     parser.add_argument("--seed", type=int, default=7, help="seed of the model-vs-DES grid")
+    parser.add_argument("--grid-only", action="store_true",
+                        help="run only the model-vs-DES grid (part 3)")  # fmt: skip
     args = parser.parse_args()
+    if args.grid_only:
+        twin_grid(args.grid, args.seed)
+        return
     cases = [(32, 32, "ws", (64, 1024, 1024)), (32, 32, "os", (256, 1024, 512)),
              (16, 16, "is", (128, 512, 512))]  # fmt: skip
     if not args.quick:

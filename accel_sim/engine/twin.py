@@ -28,6 +28,7 @@ from collections import defaultdict
 
 from accel_sim.engine.program import Program
 from accel_sim.engine.twin_chains import _bounds, _store_bound, load_bound
+from accel_sim.engine.twin_groups import _prefetch_idle, _slot_chains, _turnover
 from accel_sim.engine.twin_steps import (  # noqa: F401 - step_busy, output_tiles: public here too
     _BUBBLE,
     _chain,
@@ -38,10 +39,8 @@ from accel_sim.engine.twin_steps import (  # noqa: F401 - step_busy, output_tile
     _group_loop,
     _inside_k,
     _last_tiles,
-    _prefetch_idle,
     _tile_code,
     _tile_steps,
-    _turnover,
     _way_out,
     output_tiles,
     step_busy,
@@ -75,6 +74,8 @@ def body_cycles(program: Program, fill: int = 0, ports: dict | None = None) -> i
             extra = _prefetch_idle(program, g, radix, outer, busy)  # on the group's own work
             for port, idle in _turnover(program, g, radix, outer).items():
                 busy[port] += idle
+            for slots, chain in _slot_chains(program, g, radix, outer).items():
+                busy[slots] = max(busy[slots], chain)
             for resource, idle in extra.items():
                 busy[resource] += idle
     spill = _carry_spills(program, g, groups)

@@ -11,14 +11,15 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
+from accel_sim.engine.des import QUEUE_DEPTH
 from accel_sim.engine.program import Program
 from accel_sim.engine.twin_steps import (
-    _acc_buffers,
     _chain,
     _downstream,
     _epilogue,
     _inside_k,
     _last_tiles,
+    _plan,
     _port_totals,
     _tile_code,
     _tile_steps,
@@ -26,6 +27,7 @@ from accel_sim.engine.twin_steps import (
     output_tiles,
     step_busy,
 )
+from accel_sim.engine.twin_tiles import streamed_input, tile_pipeline
 
 
 def _residues(program: Program, outer: int, b: int) -> list[int]:
@@ -57,10 +59,12 @@ def load_bound(program: Program) -> float:
     mem = program.memory
     n = program.n_steps
     last = program.step_at(n - 1)
-    out_last = _way_out(program, last, _epilogue(program, last.outputs), {})
+    arrival: dict = {}  # when the last tile reaches each port of its way out (after its compute)
+    out_last = _way_out(program, last, _epilogue(program, last.outputs), {}, arrival)
     best = -math.inf
     loads = _port_totals(program)[0]
     tails: dict[object, int] = {}
+    leads: dict[object, list] = {}  # per port, the hops on it (operand, index in its chain)
     for operand in "AB":
         chain = _chain(program, operand)
         way = 0  # from the end of a hop's transfer to the data's arrival in the innermost level
@@ -72,17 +76,106 @@ def load_bound(program: Program) -> float:
             way += mem.latency(link.src)
             for port in mem.hop_ports(link.src, link.dst):
                 tails[port] = min(tails.get(port, way), way)
+                leads.setdefault(port, []).append((operand, k))
             way += mem.transfer_cycles(link.src, link.dst, last.link_bytes[j])
     finish = last.compute_cycles + out_last
-    # a port that also stores serves every store but the last tile's (which is in the way
-    # out) around its loads
+    # a port that also stores serves every store but the last tile's around its loads; the
+    # last load's way in, the last compute and the way out up to this port run while the
+    # port serves the stores queued after that load, so the port's last store starts after
+    # the longer of the two
     stores = _port_totals(program)[1]
     last_out = _downstream(program, program.code(n - 1))
     for port, tail in tails.items():
         other = stores.get(port, 0) - last_out.get(port, 0)
-        best = max(best, loads[port] + other + tail + finish)
+        reach = last.compute_cycles + arrival.get(port, 0)
+        late = 0
+        if other and port in arrival:
+            lead = min(_lead(program, *hop) for hop in leads[port])
+            late = _late_stores(program, port, lead, tail + reach, other)
+        best = max(best, loads[port] + other - late + max(late, tail + reach) + finish - reach)
     program.__dict__["_twin_load_bound"] = best
     return best
+
+
+def _lead(program: Program, operand: str, k: int) -> int:
+    """Steps the mover of ``operand``'s ``k``-th hop can run ahead of the compute: the slots on
+    its way in (each level's slots × steps per window, at most a token queue's depth each)."""
+    slots = {hop[0]: hop[4] for hop in _plan(program)[1]}  # per input link, its slots
+    lead = 0
+    for j in _chain(program, operand)[k:]:
+        r = program.window(operand, program.links[j].dst)[0]
+        lead += min(slots[j] * math.prod(program.count[r + 1 :]), QUEUE_DEPTH)
+    return lead
+
+
+def _late_stores(program: Program, port, lead: int, way: int, other: int) -> float:
+    """Cycles on ``port`` of the stores of the output tiles (but the last; ``other``: all of
+    theirs) that reach the port after its last load was requested, so that they overlap that
+    load's way in instead of delaying it: the last load is requested at most ``lead`` steps
+    before the last compute (its mover runs ahead by the slots on its way in), and a tile whose
+    closing step is followed by loads on the port shorter than ``way`` (the last load's way in,
+    the last compute and the way out to the port; at the port's average load per step) reaches
+    it after those loads have started."""
+    n, spt, inside = program.n_steps, _tile_steps(program), _inside_k(program)
+    per_step = _port_totals(program)[0][port] / n
+    steps = min(lead, math.ceil(way / per_step) - 1) if per_step else lead
+    if steps <= 0:
+        return 0
+    # of the other output tiles, those closing ``steps`` or fewer steps before the last
+    tiles = sum(
+        k for c, k in program.multiplicity.items() if program.class_of(c).closes_accumulator
+    )
+    late = min(tiles - 1, inside - 1, steps) if inside > 1 else min(tiles - 1, steps // spt)
+    return other * late / (tiles - 1) if late > 0 else 0
+
+
+def _queued(program: Program, code: int) -> int:
+    """Cycles from the end of the compute of a one-step output tile (closing step of class
+    ``code``) until its first C hop can take its ports, beyond its epilogue: loads on those
+    ports requested during the epilogue go first (first come, first served). A step's compute
+    frees the slot of each innermost input window it closes, and the window that waits for
+    that slot is requested at once: kept for one step, one tile per step computed meanwhile
+    (``J`` of them, every ``compute`` cycles: ``L`` each); kept longer, one window's first tile
+    when the tile closes it (``S``). The port is done with them ``max(S + J × L, (J − 1) ×
+    compute + L)`` after the compute (an A tile from DRAM per step on the store's DRAM port:
+    1532-cycle loads against a 2176-cycle epilogue on the edge NPU)."""
+    step = program.class_of(code)
+    epilogue, compute = _epilogue(program, step.outputs), step.compute_cycles
+    if not epilogue or not compute:
+        return 0
+    mem, links = program.memory, program.links
+    c0 = _chain(program, "C")[0]
+    c_ports = set(mem.hop_ports(links[c0].src, links[c0].dst))
+    single: dict = defaultdict(int)  # per port: windows of several steps, requested at once
+    each: dict = defaultdict(int)  # per port: one-step windows, one per step computed
+    digits = program.decode(code)
+    for l0, operand in enumerate("AB"):
+        j = _chain(program, operand)[-1]
+        if not step.closes_l0[l0]:
+            continue
+        nbytes, into = step.link_bytes[j], each
+        if not step.opens[j]:  # the window's first step (its loads inside R at their first)
+            r = program.window(operand, links[j].dst)[0]
+            first = sum((0 if program.count[i] > 1 else 3) * program._radix[i] if i > r
+                        else digits[i] * program._radix[i] for i in range(len(digits)))  # fmt: skip
+            nbytes, into = program.class_of(first).link_bytes[j], single
+        for port, cycles in mem.port_cycles(links[j].src, links[j].dst, nbytes):
+            if port in c_ports:
+                into[port] += cycles
+    n = (epilogue - 1) // compute + 1
+    done = max([epilogue] + [max(single[p] + n * each[p], (n - 1) * compute + each[p]
+                                 if each[p] else 0) for p in set(single) | set(each)])  # fmt: skip
+    return done - epilogue
+
+
+def _unmodeled(program: Program, j: int) -> int:
+    """Cycles the loads other than link ``j``'s (the streamed input's) spend on that link's
+    ports: what the tile pipeline leaves out."""
+    mem, link = program.memory, program.links[j]
+    ports = set(mem.hop_ports(link.src, link.dst))
+    mine = dict(mem.port_cycles(link.src, link.dst, program.link_bytes[j]))
+    loads = _port_totals(program)[0]
+    return max(loads.get(p, 0) - mine.get(p, 0) for p in ports)
 
 
 def _bounds(program: Program, fill: int, floor: int) -> int:
@@ -99,7 +192,13 @@ def _bounds(program: Program, fill: int, floor: int) -> int:
       slots are taken and freed in tile order, so tiles ``t, t + b, t + 2b, …`` hold the same
       slot one after another: the run lasts at least the longest of those ``b`` chains (when the
       tiles alternate big and small — a short last row — one chain gets every big tile, which
-      the average ``Σ holds / b`` of the per-group model misses).
+      the average ``Σ holds / b`` of the per-group model misses). With K innermost these
+      chains are the tile pipeline's (``twin_tiles.py``), which also sees the stores and the
+      loads queued on one port and the vector unit together.
+
+    With an input streamed over the stores' port (``twin_tiles.streamed_input``) the pipeline
+    schedules every transfer on that port but the other inputs', so ``floor`` (the per-group
+    estimate) is capped at the pipeline plus those (cycles throughout).
     """
     mem = program.memory
     n = program.n_steps
@@ -108,10 +207,21 @@ def _bounds(program: Program, fill: int, floor: int) -> int:
     first_c = program.links[c0]
     e_last = _epilogue(program, last.outputs)
     out_last = _way_out(program, last, e_last, {})  # the last tile's epilogue and way out
+    after = out_last - e_last - mem.transfer_cycles(first_c.src, first_c.dst,
+                                                    last.link_bytes[c0])  # fmt: skip
+    stream = _inside_k(program) == 1 and streamed_input(program)
+    if stream:
+        # the pipeline of tiles with the streamed input schedules every transfer on the
+        # stores' port but the other inputs': the per-group estimate can exceed it by at most
+        # those (its slot turnovers and bursts are the pipeline's own)
+        pipe = tile_pipeline(program, fill, {}, 0, max(0, after))
+        floor = max(pipe, min(floor, pipe + _unmodeled(program, stream[1])))
     best = max(floor, load_bound(program))
+    if stream:
+        return best
     spt = _tile_steps(program)
     n_tiles = n // spt
-    b = _acc_buffers(program)
+    b = _plan(program)[3]  # accumulator slots
     if not program.op.epilogue_ops_per_output and (b == 1 or n_tiles <= b):
         return best
     tiles = output_tiles(program)
@@ -130,19 +240,33 @@ def _bounds(program: Program, fill: int, floor: int) -> int:
     holds = {outer: compute + _epilogue(program, step.outputs)
              + mem.transfer_cycles(first_c.src, first_c.dst, step.link_bytes[c0])
              for outer, (_, compute, step) in tiles.items()}  # fmt: skip
-    after = out_last - e_last - mem.transfer_cycles(first_c.src, first_c.dst,
-                                                    last.link_bytes[c0])  # fmt: skip
+    # tiles of one step: the steps computed during a tile's epilogue are the next tiles', whose
+    # loads are those of their class; the last `ahead` tiles' prefetch has nothing to load
+    queued, ahead = {}, 0
+    if spt == 1:
+        r = program.window("C", program.inner["C"])[0]  # the loops inside it run once: ONLY
+        only = sum(3 * program._radix[i] for i in range(r + 1, len(program.count)))
+        queued = {o: _queued(program, o + only) for o in tiles}
+        ahead = max(hop[4] for hop in _plan(program)[1] if hop[1] is None)  # innermost slots
     stores = sum(
         mem.transfer_cycles(first_c.src, first_c.dst, tiles[o][2].link_bytes[c0])
         for o in {_tile_code(program, t) for t in range(n_tiles - b, n_tiles)}
     )
-    # no chain can exceed every class's tiles split as unevenly as b slots allow
-    if fill + sum(h * -(-tiles[o][0] // b) for o, h in holds.items()) + stores + after <= best:
+    # no chain can exceed every tile's hold (a class's tiles can all fall on one slot: tiles
+    # alternating big and small under an outer loop put every big one on the same slot)
+    if (
+        fill + sum((h + queued.get(o, 0)) * tiles[o][0] for o, h in holds.items()) + stores + after
+        <= best
+    ):
         return best
+    if _inside_k(program) == 1:  # the tiles' way out as a pipeline (twin_tiles.py)
+        return max(best, tile_pipeline(program, fill, queued, ahead, max(0, after)))
     chains = [0] * b
     for outer, h in holds.items():
         for res, count in enumerate(_residues(program, outer, b)):
-            chains[res] += h * count
+            chains[res] += (h + queued.get(outer, 0)) * count
+    for t in range(max(0, n_tiles - ahead), n_tiles):
+        chains[t % b] -= queued[_tile_code(program, t)]
     for res in range(b):
         tail = 0
         for t in range(n_tiles - 1 - (n_tiles - 1 - res) % b + 1, n_tiles):

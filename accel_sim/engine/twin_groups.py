@@ -1,0 +1,123 @@
+"""Per-group adjustments of the closed-form twin's body (``twin.py``, ``body_cycles``): what a
+group of steps (one sweep of the innermost iterating loop) loses beyond its busiest resource's
+total — a port idling at a group's end for a slot (:func:`_turnover`), the longest chain of
+input slot holds (:func:`_slot_chains`) and, with K above the block loop, the next window's
+tile queued ahead (:func:`_prefetch_idle`). Cycles throughout.
+"""
+
+from __future__ import annotations
+
+from accel_sim.engine.program import Program
+from accel_sim.engine.program_periods import _class_of
+from accel_sim.engine.twin_steps import _digit_count, _group_codes, _inside_k, _plan
+
+
+def _slot_chains(program: Program, g: int, radix: int, outer: int) -> dict[object, int]:
+    """Per one-step window with ``s`` slots whose group of ``count`` steps is a multiple of
+    ``s`` long, the longest chain of holds that share a slot in a group of class ``outer``:
+    slots are taken in step order, so steps ``i, i + s, …`` hold one slot in turn, and with
+    ``count`` a multiple of ``s`` the same positions of every group do (the first K step of
+    every output tile on one slot, its short last one on the other), which the Little's-law
+    average (Σ held / s) misses (27×219×2171 W8A8-static on the edge NPU: B streamed through
+    two FILTER_SRAM slots, a full and a short K step per tile)."""
+    count = program.count[g]
+    links, hops = _plan(program)[:2]
+    mem = program.memory
+    out: dict[object, int] = {}
+    for j, nxt, l0, latency, slots, _ in hops:
+        if slots < 2 or count < slots or count % slots:
+            continue
+        chains = [0] * slots
+        for code in _group_codes(program, g, radix, outer):
+            step = program.class_of(code)
+            closes = step.closes_src[nxt] if nxt is not None else step.closes_l0[l0]
+            if not (step.opens[j] and closes and step.link_bytes[j]):
+                break
+            use = step.compute_cycles if nxt is None else mem.transfer_cycles(
+                *links[nxt], step.link_bytes[nxt])  # fmt: skip
+            held = mem.transfer_cycles(*links[j], step.link_bytes[j]) + latency + use
+            digit = (code // radix) % 4
+            lo = 0 if digit == 0 else 1 if digit == 1 else count - 1
+            hi = lo + _digit_count(count, digit) - 1  # positions lo … hi, by residue
+            for res in range(slots):
+                first = lo + (res - lo) % slots
+                if first <= hi:
+                    chains[res] += held * ((hi - first) // slots + 1)
+        else:
+            out[("slots", j)] = max(chains)
+    return out
+
+
+def _turnover(program: Program, g: int, radix: int, outer: int) -> dict[object, int]:
+    """Per port, the cycles it idles at the end of a group of class ``outer`` waiting for a slot.
+
+    A one-step window's slots are freed in step order. When a group ends in a short step (the
+    edge tile of its loop) after a full one, the port moves the short tile at once and then
+    idles until the full step's slot — held for its transfer, the source latency and the next
+    hop — comes free: ``held(full) − transfer(full) − transfer(short)`` (two slots; with ``b``
+    slots, the step ``b`` back and the ``b`` transfers since), which the group's Little's-law
+    average (Σ held / b) hides. It costs time only where the port paces the group."""
+    count = program.count[g]
+    links, hops = _plan(program)[:2]
+    mem = program.memory
+    idle: dict[object, int] = {}
+    for j, nxt, l0, latency, slots, _ in hops:
+        if slots < 2 or slots > count:
+            continue
+        head = program.class_of(outer + _class_of(count - slots, count) * radix)
+        closes = head.closes_src[nxt] if nxt is not None else head.closes_l0[l0]
+        if not (head.opens[j] and closes and head.link_bytes[j]):
+            continue
+        steps = [head] + [program.class_of(outer + _class_of(i, count) * radix)
+                          for i in range(count - slots + 1, count)]  # fmt: skip
+        src, dst = links[j]
+        hop = [mem.transfer_cycles(src, dst, s.link_bytes[j]) for s in steps]
+        after = head.compute_cycles if nxt is None else mem.transfer_cycles(
+            *links[nxt], head.link_bytes[nxt])  # fmt: skip
+        wait = hop[0] + latency + after - sum(hop)
+        if wait > 0:
+            for port in mem.hop_ports(src, dst):
+                idle[port] = max(idle.get(port, 0), wait)
+    return idle
+
+
+def _prefetch_idle(program: Program, g: int, radix: int, outer: int,
+                   busy: dict) -> dict[object, float]:  # fmt: skip
+    """With K above the block loop, what a group of class ``outer`` (``busy``: its totals) loses
+    to the next window's tile of an input whose window is one group (:func:`_group_window`):
+    it is requested as soon as its slot frees and queues on the port ahead of the current
+    window's later tiles.
+
+    * When the port is behind (its work exceeds the group's compute by more than the source
+      latency), the window ends only after those tiles, their latency and its last step's
+      compute, and the window ``slots`` later cannot load before it has: the port idles for the
+      latency and that compute once per ``slots`` windows.
+    * Otherwise an operand streamed one tile per step on the same port (``s`` slots: ``s − 1``
+      steps of prefetch) waits out that transfer once per window: the unit stalls for the
+      transfer, its own tile and latency, less the prefetched steps' compute (the port's slot
+      turnover, :func:`_turnover`, happens during that stall)."""
+    if _inside_k(program) < 2:
+        return {}
+    links, hops = _plan(program)[:2]
+    mem = program.memory
+    last = 2 if program.count[g] > 1 else 3
+    first, middle = program.class_of(outer), program.class_of(outer + last * radix)
+    out: dict[object, float] = {}
+    for j, _, _, latency, slots, group_window in hops:
+        if not group_window:
+            continue
+        ports = set(mem.hop_ports(*links[j]))
+        transfer = mem.transfer_cycles(*links[j], first.link_bytes[j])
+        for y, _, _, y_latency, y_slots, _ in hops:
+            operand = program.links[y].operand
+            if (operand == program.links[j].operand or not middle.link_bytes[y]
+                    or not ports & set(mem.hop_ports(*links[y]))):  # fmt: skip
+                continue  # no later tile of the window on the port
+            behind = [p for p in ports if busy.get(p, 0) > busy["compute"] + latency]
+            for port in behind:
+                out[port] = max(out.get(port, 0), (latency + middle.compute_cycles) / slots)
+            if not behind and program.window(operand, links[y][1])[0] >= g:
+                own = mem.transfer_cycles(*links[y], middle.link_bytes[y])
+                stall = transfer + own + y_latency - (y_slots - 1) * middle.compute_cycles
+                out["compute"] = max(out.get("compute", 0), stall)
+    return out
