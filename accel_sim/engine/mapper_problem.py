@@ -38,6 +38,8 @@ class _Space:
         mem = self.memory
         #: per (input operand, step tile depth): its bytes, all instances (:meth:`total`)
         self._total: dict[tuple[str, int], int] = {}
+        #: per (operand, rows, cols, step tile depth): :func:`operand_bytes` (:meth:`piece`)
+        self._pieces: dict[tuple[str, int, int, int], int] = {}
         #: each input operand's hops, outermost first
         self.hops = {x: list(zip(self.path[x], self.path[x][1:])) for x in "AB"}
         #: on-chip levels staging A or B, outermost first, as (level, operands), and the
@@ -71,6 +73,15 @@ class _Space:
             self._total[key] = self.op.count * operand_bytes(self.op, operand, size[d0],
                                                              size[d1], tk)  # fmt: skip
         return self._total[key]
+
+    def piece(self, operand: str, rows: int, cols: int, tk: int) -> int:
+        """Bytes of a rows×cols piece of ``operand`` in step tiles ``tk`` deep
+        (:func:`operand_bytes`, memoised: the search sizes the same pieces over and over)."""
+        key = (operand, rows, cols, tk)
+        hit = self._pieces.get(key)
+        if hit is None:
+            hit = self._pieces[key] = operand_bytes(self.op, operand, rows, cols, tk)
+        return hit
 
     def tile_bytes(self, operand: str, tile: StepTile, innermost: bool) -> int:
         """Bytes of one step tile of ``operand`` (clipped to the GEMM, block scales included;

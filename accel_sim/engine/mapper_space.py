@@ -27,7 +27,7 @@ from accel_sim.engine.mapping import (
     nest,
     positions,
 )
-from accel_sim.engine.program import operand_bytes, step_busy_cycles
+from accel_sim.engine.program import step_busy_cycles
 
 #: Simulation cost in the objective: a mapping's cycles count ``× (1 + steps / STEP_WEIGHT)``,
 #: so of two mappings within ~0.1 % of each other the one with far fewer steps (larger tiles,
@@ -104,10 +104,10 @@ def _positions(space: _Space, tile: StepTile, loops: tuple[Loop, ...], x: str) -
     positions p = len(loops) … 1 (innermost first, :func:`mapping.positions`) the innermost of
     each distinct (window loop, footprint bytes), as ``(p, footprint bytes, bytes crossing into a
     level keeping x at p, single-step window?, windows opened)``."""
-    op, total = space.op, space.total(x, tile.tk)
+    tk, piece, total = tile.tk, space.piece, space.total(x, tile.tk)
     out, seen = [], set()
     for p, rows, cols, r, sweeps, windows, single in positions(tile, loops, x, space.size):
-        one = operand_bytes(op, x, rows, cols, tile.tk)
+        one = piece(x, rows, cols, tk)
         if (r, one) not in seen:
             seen.add((r, one))
             out.append((p, one, total * sweeps, single, windows))
