@@ -42,6 +42,8 @@ class _Space:
         self._pieces: dict[tuple[str, int, int, int], int] = {}
         #: each input operand's hops, outermost first
         self.hops = {x: list(zip(self.path[x], self.path[x][1:])) for x in "AB"}
+        #: every input hop as (operand, src, dst): A's, then B's
+        self.all_hops = [(x, src, dst) for x in "AB" for src, dst in self.hops[x]]
         #: on-chip levels staging A or B, outermost first, as (level, operands), and the
         #: bandwidth (bytes/cycle) of each operand's hop into each of them
         self.levels = []
@@ -148,7 +150,9 @@ class _Space:
             scales = self.op.scales(operand)
             if scales is None or not scales.block:
                 return elements
-            extra = [scale_bytes(self.op, operand, r, c) for r, c in shapes]
+            memo: dict[tuple[int, int], int] = {}  # the same shapes recur along the third dim
+            extra = [memo[s] if s in memo else memo.setdefault(s, scale_bytes(self.op, operand, *s))
+                     for s in shapes]  # fmt: skip
             return elements + np.array(extra, dtype=np.int64)
 
         a = with_scales(nbytes(m, k, self.op.a_bits), "A", [(e[0], e[1]) for e in exts])

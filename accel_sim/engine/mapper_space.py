@@ -104,10 +104,12 @@ def _positions(space: _Space, tile: StepTile, loops: tuple[Loop, ...], x: str) -
     positions p = len(loops) … 1 (innermost first, :func:`mapping.positions`) the innermost of
     each distinct (window loop, footprint bytes), as ``(p, footprint bytes, bytes crossing into a
     level keeping x at p, single-step window?, windows opened)``."""
-    tk, piece, total = tile.tk, space.piece, space.total(x, tile.tk)
+    tk, piece, pieces, total = tile.tk, space.piece, space._pieces, space.total(x, tile.tk)
     out, seen = [], set()
     for p, rows, cols, r, sweeps, windows, single in positions(tile, loops, x, space.size):
-        one = piece(x, rows, cols, tk)
+        one = pieces.get((x, rows, cols, tk))
+        if one is None:
+            one = piece(x, rows, cols, tk)
         if (r, one) not in seen:
             seen.add((r, one))
             out.append((p, one, total * sweeps, single, windows))
@@ -126,25 +128,30 @@ def _options(space: _Space, costs: _TileCosts, positions: list, x: str, level: i
     buffers = space.arch.memory[level].buffers
     tile_time = costs.tile_time[(x, level)]
     held = tile_time * costs.steps
+    counts = range(2, buffers + 1)
     opts = []
+    append = opts.append
     for pos in positions:
         p, one, cross, single, windows = pos
         if p < floor:
             break
         time = cross / bandwidth
         if single:
-            opts += [(p, b, b * one, max(time, math.ceil(held / b)), pos)
-                     for b in range(min(2, buffers), buffers + 1)]  # fmt: skip
+            if buffers < 2:
+                append((p, buffers, buffers * one, max(time, math.ceil(held / buffers)), pos))
+            for b in counts:
+                append((p, b, b * one, max(time, math.ceil(held / b)), pos))
         else:
-            opts.append((p, 1, one, time + windows * tile_time, pos))
-            opts += [(p, b, b * one, time, pos) for b in range(2, buffers + 1)]
+            append((p, 1, one, time + windows * tile_time, pos))
+            for b in counts:
+                append((p, b, b * one, time, pos))
     return opts
 
 
 def _pick(opts: list[list], budget: int) -> tuple | None:
     """The choice (one option per operand) within ``budget`` bytes with the least total link
     time, then the fewest buffers, then the least room (ties: the first in product order);
-    None when nothing fits."""
+    None when nothing fits. (The keys are compared field by field, as tuples compare.)"""
     best = None
     if len(opts) == 1:
         for o in opts[0]:
@@ -153,14 +160,15 @@ def _pick(opts: list[list], budget: int) -> tuple | None:
                 if best is None or key < best[0]:
                     best = (key, (o,))
         return None if best is None else best[1]
+    top = None  # the best total link time so far
     for a in opts[0]:
-        room = budget - a[2]
+        room, ta = budget - a[2], a[3]
         for b in opts[1]:
             if b[2] <= room:
-                key = (a[3] + b[3], a[1] + b[1], a[2] + b[2])
-                if best is None or key < best[0]:
-                    best = (key, (a, b))
-    return None if best is None else best[1]
+                t = ta + b[3]
+                if top is None or t < top or (t == top and (a[1] + b[1], a[2] + b[2]) < best):
+                    top, best, pair = t, (a[1] + b[1], a[2] + b[2]), (a, b)
+    return None if top is None else pair
 
 
 def _evaluate(space: _Space, costs: _TileCosts, loops: tuple[Loop, ...]):
@@ -176,7 +184,8 @@ def _evaluate(space: _Space, costs: _TileCosts, loops: tuple[Loop, ...]):
     budget = space.block_budget(costs.tile, loops, costs.budget)
     if budget is None:
         return None
-    positions = {x: _positions(space, costs.tile, loops, x) for x in "AB"}
+    tile = costs.tile
+    positions = {"A": _positions(space, tile, loops, "A"), "B": _positions(space, tile, loops, "B")}
     floor = {"A": 1, "B": 1}
     chosen = {}
     acc = accumulator_position(loops)
@@ -191,20 +200,19 @@ def _evaluate(space: _Space, costs: _TileCosts, loops: tuple[Loop, ...]):
         for x, c in zip(operands, choice):
             chosen[(x, level)] = c
             floor[x] = c[0]
-    steps, mem = costs.steps, space.memory
+    steps, port_cycles, tile_time = costs.steps, space.memory.port_cycles, costs.tile_time
     busy = dict(space.c_busy)
     slots, bubbles, dram = 0.0, 0, space.c_dram
-    for x in "AB":
-        for src, dst in space.hops[x]:
-            _, b, _, _, (_, _, nbytes, single, windows) = chosen[(x, dst)]
-            if single:
-                slots = max(slots, costs.tile_time[(x, dst)] * steps / b)
-            elif b == 1:
-                bubbles += windows * costs.tile_time[(x, dst)]
-            if src == 0:
-                dram += nbytes
-            for port, cycles in mem.port_cycles(src, dst, nbytes):
-                busy[port] = busy.get(port, 0) + cycles
+    for x, src, dst in space.all_hops:
+        _, b, _, _, (_, _, nbytes, single, windows) = chosen[(x, dst)]
+        if single:
+            slots = max(slots, tile_time[(x, dst)] * steps / b)
+        elif b == 1:
+            bubbles += windows * tile_time[(x, dst)]
+        if src == 0:
+            dram += nbytes
+        for port, cycles in port_cycles(src, dst, nbytes):
+            busy[port] = busy.get(port, 0) + cycles
     cycles = costs.fill + max([costs.compute, slots, *busy.values()]) + bubbles
     return (cycles * (1 + steps / STEP_WEIGHT), dram), chosen
 
