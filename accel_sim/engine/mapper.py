@@ -106,7 +106,8 @@ def _shortlist(space: _Space) -> list[tuple]:
             if loops[-1].dim != "k":  # K above: scored below if the tile makes the shortlist
                 later.append((j, loops))  # (K-innermost nests come first)
                 continue
-            scored = _evaluate(space, costs[t], loops)
+            # (a nest bound to rank above the tile's best so far is not ranked to the end)
+            scored = _evaluate(space, costs[t], loops, best[t][0][0] if t in best else math.inf)
             if scored is None:
                 continue
             entry = (scored[0], (t, j), loops, scored[1])
@@ -119,21 +120,23 @@ def _shortlist(space: _Space) -> list[tuple]:
         rank, key, loops, chosen = entry
         return rank, key, Mapping(costs[key[0]].tile, loops, _keep(chosen))
 
-    def challenger(t: int) -> tuple | None:
+    def challenger(t: int, rival: tuple) -> tuple | None:
         """The best-ranked of the tile's nests with K above the block loop (first enumerated
-        among equals; None if none fits). Only a shortlisted tile's are scored: they never
-        enter the search above, which ranks tiles by their K-innermost candidates alone."""
+        among equals) if it ranks strictly better than ``rival`` (the tile's best with K
+        innermost), else None. Only a shortlisted tile's are ranked: they never enter the
+        search above, which ranks tiles by their K-innermost candidates alone."""
         top = None
         for j, loops in pending[t]:
-            scored = _evaluate(space, costs[t], loops)
+            beat = rival[0] if top is None else min(rival[0], top[0][0])
+            scored = _evaluate(space, costs[t], loops, beat)
             if scored is not None and (top is None or (scored[0], (t, j)) < top[:2]):
                 top = (scored[0], (t, j), loops, scored[1])
-        return top
+        return top if top and top[0] < rival else None
 
     out = []
     for e in sorted(best.values(), key=lambda e: e[:2])[:RESCORE]:
-        other = challenger(e[1][0])
-        out.append((*mapping(e), mapping(other) if other and other[0] < e[0] else None))
+        other = challenger(e[1][0], e[0])
+        out.append((*mapping(e), mapping(other) if other else None))
     return out
 
 

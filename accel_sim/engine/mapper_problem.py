@@ -42,8 +42,9 @@ class _Space:
         self._pieces: dict[tuple[str, int, int, int], int] = {}
         #: each input operand's hops, outermost first
         self.hops = {x: list(zip(self.path[x], self.path[x][1:])) for x in "AB"}
-        #: every input hop as (operand, src, dst): A's, then B's
+        #: every input hop as (operand, src, dst): A's, then B's; per (operand, dst) its src
         self.all_hops = [(x, src, dst) for x in "AB" for src, dst in self.hops[x]]
+        self.parent = {(x, dst): src for x, src, dst in self.all_hops}
         #: on-chip levels staging A or B, outermost first, as (level, operands), and the
         #: bandwidth (bytes/cycle) of each operand's hop into each of them
         self.levels = []

@@ -171,12 +171,15 @@ def _pick(opts: list[list], budget: int) -> tuple | None:
     return None if top is None else pair
 
 
-def _evaluate(space: _Space, costs: _TileCosts, loops: tuple[Loop, ...]):
+def _evaluate(space: _Space, costs: _TileCosts, loops: tuple[Loop, ...],
+              beat: float = math.inf):  # fmt: skip
     """The mapper's choice of keep positions for ``loops`` (per level, outermost first: the
     options of :func:`_options` minimising the parent links' time within the level's budget,
     never keeping more than the parent) and its rank by the fast closed-form bound, as
     ``((cycles × (1 + steps / STEP_WEIGHT), DRAM bytes), choices)`` (choices: per (operand,
-    level) the option of :func:`_options`); None if a level cannot hold any choice.
+    level) the option of :func:`_options`); None if a level cannot hold any choice, or once the
+    rank's first field is bound to exceed ``beat`` (the ports of the hops chosen so far, fill
+    included, already make it larger: the rest only adds).
 
     The bound: the slowest of the unit (every step at its exact time), every port (bytes
     crossing each link) and every single-step window's slots, plus the first tiles' path to the
@@ -184,7 +187,8 @@ def _evaluate(space: _Space, costs: _TileCosts, loops: tuple[Loop, ...]):
     budget = space.block_budget(costs.tile, loops, costs.budget)
     if budget is None:
         return None
-    tile = costs.tile
+    tile, steps, port_cycles = costs.tile, costs.steps, space.memory.port_cycles
+    weight = 1 + steps / STEP_WEIGHT
     positions = {"A": _positions(space, tile, loops, "A"), "B": _positions(space, tile, loops, "B")}
     floor = {"A": 1, "B": 1}
     chosen = {}
@@ -192,6 +196,7 @@ def _evaluate(space: _Space, costs: _TileCosts, loops: tuple[Loop, ...]):
     if acc is not None:  # the accumulator level keeps C at the K loop, in all its slots
         level = space.inner["C"]
         chosen[("C", level)] = (acc, space.arch.memory[level].buffers)
+    busy = dict(space.c_busy)  # port cycles (integers: their sum has no order)
     for level, operands in space.levels:
         opts = [_options(space, costs, positions[x], x, level, floor[x]) for x in operands]
         choice = _pick(opts, budget[level])
@@ -200,8 +205,11 @@ def _evaluate(space: _Space, costs: _TileCosts, loops: tuple[Loop, ...]):
         for x, c in zip(operands, choice):
             chosen[(x, level)] = c
             floor[x] = c[0]
-    steps, port_cycles, tile_time = costs.steps, space.memory.port_cycles, costs.tile_time
-    busy = dict(space.c_busy)
+            for port, cycles in port_cycles(space.parent[(x, level)], level, c[4][2]):
+                busy[port] = busy.get(port, 0) + cycles
+        if beat < math.inf and (costs.fill + max(costs.compute, *busy.values())) * weight > beat:
+            return None
+    tile_time = costs.tile_time
     slots, bubbles, dram = 0.0, 0, space.c_dram
     for x, src, dst in space.all_hops:
         _, b, _, _, (_, _, nbytes, single, windows) = chosen[(x, dst)]
@@ -211,10 +219,8 @@ def _evaluate(space: _Space, costs: _TileCosts, loops: tuple[Loop, ...]):
             bubbles += windows * tile_time[(x, dst)]
         if src == 0:
             dram += nbytes
-        for port, cycles in port_cycles(src, dst, nbytes):
-            busy[port] = busy.get(port, 0) + cycles
     cycles = costs.fill + max([costs.compute, slots, *busy.values()]) + bubbles
-    return (cycles * (1 + steps / STEP_WEIGHT), dram), chosen
+    return (cycles * weight, dram), chosen
 
 
 def _keep(chosen: dict) -> tuple:
