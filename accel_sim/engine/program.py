@@ -232,8 +232,10 @@ class Program(ClassPeriods):
 
     @cached_property
     def _dim_masks(self) -> tuple[int, ...]:
-        """Per dim (``size`` order), the bit mask of the loops over it."""
-        return tuple(sum(1 << i for i, lp in enumerate(self.loops) if lp.dim == d)
+        """Per dim (``size`` order), the bit mask of the loops over it; 0 when its last tile is
+        a full one (the same extents either way: fewer distinct edge cases to cost)."""
+        return tuple(0 if self.size[d] == self.n_tiles[d] * self.tile[d] else
+                     sum(1 << i for i, lp in enumerate(self.loops) if lp.dim == d)
                      for d in self.size)  # fmt: skip
 
     def _edge_data(self, last: int) -> tuple:
