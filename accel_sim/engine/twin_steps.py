@@ -25,15 +25,21 @@ def _chain(program: Program, operand: str) -> list[int]:
 def step_busy(program: Program, code: int) -> dict[object, int]:
     """Cycles a step of class ``code`` occupies each resource: the unit, every port, the vector
     unit, (Little's law) the slots of every level whose window is that single step, and under
-    ``"bubble"`` the serial refill of :func:`_bubble` (computed once per class: the caller must
-    not change the answer)."""
+    ``"bubble"`` the serial refill of :func:`_bubble` (computed once per class, shared by the
+    codes of equal classes — it depends on the step's class alone: the caller must not change
+    the answer)."""
     cache = program.__dict__.setdefault("_twin_busy", {})
     busy = cache.get(code)
     if busy is None:
-        busy = cache[code] = _step_busy(program, code)
-        bubble = _bubble(program, code)
-        if bubble:
-            busy[_BUBBLE] = bubble
+        shared = program.__dict__.setdefault("_twin_busy_class", {})
+        step = program.class_of(code)
+        busy = shared.get(step)
+        if busy is None:
+            busy = shared[step] = _step_busy(program, code)
+            bubble = _bubble(program, code)
+            if bubble:
+                busy[_BUBBLE] = bubble
+        cache[code] = busy
     return busy
 
 
