@@ -92,6 +92,7 @@ def _shortlist(space: _Space) -> list[tuple]:
     costs = [_tile_costs(space, tile) for tile in _tiles(space)]
     best: dict[int, tuple] = {}  # tile index -> (rank, key, loops, choices), K innermost
     pending: dict[int, list] = {}  # tile index -> its (j, nest) with K above the block loop
+    cutoff = math.inf
     for t in sorted(range(len(costs)), key=lambda t: (costs[t].bound, t)):
         if len(best) >= RESCORE:
             cutoff = sorted(e[0][0] for e in best.values())[RESCORE - 1]
@@ -106,8 +107,11 @@ def _shortlist(space: _Space) -> list[tuple]:
             if loops[-1].dim != "k":  # K above: scored below if the tile makes the shortlist
                 later.append((j, loops))  # (K-innermost nests come first)
                 continue
-            # (a nest bound to rank above the tile's best so far is not ranked to the end)
-            scored = _evaluate(space, costs[t], loops, best[t][0][0] if t in best else math.inf)
+            # a nest bound to rank above the tile's best so far, or above the cutoff (it could
+            # not make the tile enter the shortlist, nor lower the cutoff), is not ranked to
+            # the end
+            beat = min(cutoff, best[t][0][0]) if t in best else cutoff
+            scored = _evaluate(space, costs[t], loops, beat)
             if scored is None:
                 continue
             entry = (scored[0], (t, j), loops, scored[1])
