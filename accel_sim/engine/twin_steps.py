@@ -22,25 +22,31 @@ def _chain(program: Program, operand: str) -> list[int]:
     return chain
 
 
+def _per_class(program: Program, name: str, code: int, build) -> dict[object, int]:
+    """``build(program, code)``, cached per code under ``name`` and shared by the codes of equal
+    step classes (``build`` must read only the step's class): the caller must not change it."""
+    cache = program.__dict__.setdefault(name, {})
+    hit = cache.get(code)
+    if hit is None:
+        shared = program.__dict__.setdefault(name + "_class", {})
+        step = program.class_of(code)
+        hit = shared.get(step)
+        if hit is None:
+            hit = shared[step] = build(program, code)
+        cache[code] = hit
+    return hit
+
+
 def step_busy(program: Program, code: int) -> dict[object, int]:
     """Cycles a step of class ``code`` occupies each resource: the unit, every port, the vector
     unit, (Little's law) the slots of every level whose window is that single step, and under
-    ``"bubble"`` the serial refill of :func:`_bubble` (computed once per class, shared by the
-    codes of equal classes — it depends on the step's class alone: the caller must not change
-    the answer)."""
-    cache = program.__dict__.setdefault("_twin_busy", {})
-    busy = cache.get(code)
-    if busy is None:
-        shared = program.__dict__.setdefault("_twin_busy_class", {})
-        step = program.class_of(code)
-        busy = shared.get(step)
-        if busy is None:
-            busy = shared[step] = _step_busy(program, code)
-            bubble = _bubble(program, code)
-            if bubble:
-                busy[_BUBBLE] = bubble
-        cache[code] = busy
-    return busy
+    ``"bubble"`` the serial refill of :func:`_bubble` (once per class, :func:`_per_class`)."""
+    return _per_class(program, "_twin_busy", code, _busy_and_bubble)
+
+
+def _busy_and_bubble(program: Program, code: int) -> dict[object, int]:
+    busy, bubble = _step_busy(program, code), _bubble(program, code)
+    return {**busy, _BUBBLE: bubble} if bubble else busy
 
 
 def _plan(program: Program) -> tuple:
@@ -154,13 +160,12 @@ def _group_codes(program: Program, g: int, radix: int, outer: int) -> list[int]:
 
 def _downstream(program: Program, code: int) -> dict[object, int]:
     """The part of :func:`step_busy` that serves the output a step closes (epilogue, stores,
-    output slots): it follows the step's compute (cached per class)."""
-    cache = program.__dict__.setdefault("_twin_down", {})
-    down = cache.get(code)
-    if down is not None:
-        return down
-    step = program.class_of(code)
-    down = cache[code] = {}
+    output slots): it follows the step's compute (once per class, :func:`_per_class`)."""
+    return _per_class(program, "_twin_down", code, _build_downstream)
+
+
+def _build_downstream(program: Program, code: int) -> dict[object, int]:
+    step, down = program.class_of(code), {}
     if not step.closes_accumulator:
         return down
     busy = step_busy(program, code)
