@@ -7,7 +7,6 @@ their ways out. Shared by the twin's body/fill/drain (``twin.py``) and its seque
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 
 from accel_sim.engine.program import Program
 from accel_sim.engine.program_periods import _class_of
@@ -169,31 +168,22 @@ def _build_downstream(program: Program, code: int) -> dict[object, int]:
     if not step.closes_accumulator:
         return down
     busy = step_busy(program, code)
-    mem = program.memory
     for r in busy:
         if r == "vector" or (isinstance(r, tuple) and r[0] in ("acc", "cslots")):
             down[r] = busy[r]
     if ("acc",) in busy:  # only the hold beyond the step's own compute
         down[("acc",)] = busy[("acc",)] - math.ceil(step.compute_cycles / _acc_buffers(program))
+    return _store_ports(program, step, down)
+
+
+def _store_ports(program: Program, step, into: dict) -> dict:
+    """``into`` plus, per port, the cycles of the step's C hops (its output tile's stores)."""
+    mem = program.memory
     for j in _chain(program, "C"):
         link = program.links[j]
         for port, cycles in mem.port_cycles(link.src, link.dst, step.link_bytes[j]):
-            down[port] = down.get(port, 0) + cycles
-    return down
-
-
-def _port_totals(program: Program) -> tuple[dict, dict]:
-    """(load cycles, store cycles) per port over the whole matmul (cached)."""
-    totals = program.__dict__.get("_twin_ports")
-    if totals is None:
-        mem = program.memory
-        loads: dict[object, int] = defaultdict(int)
-        stores: dict[object, int] = defaultdict(int)
-        for link, nbytes in zip(program.links, program.link_bytes):
-            for port, cycles in mem.port_cycles(link.src, link.dst, nbytes):
-                (stores if link.operand == "C" else loads)[port] += cycles
-        totals = program.__dict__["_twin_ports"] = (dict(loads), dict(stores))
-    return totals
+            into[port] = into.get(port, 0) + cycles
+    return into
 
 
 def _acc_buffers(program: Program) -> int:
