@@ -42,7 +42,6 @@ from accel_sim.engine.program_periods import (
     ClassPeriods,
     _class_counts,
     _class_of,
-    _classes_of,
 )
 
 
@@ -167,7 +166,7 @@ class Program(ClassPeriods):
         self._match: dict[tuple[int, int], tuple[int, int]] = {}
         self._aligned_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._agree: dict[tuple, bool] = {}
-        self._edges: dict[tuple[bool, ...], tuple] = {}
+        self._edges: dict[object, tuple] = {}
         self._digits: dict[int, tuple[int, ...]] = {}
 
     # ----------------------------------------------------------------- structure
@@ -239,24 +238,31 @@ class Program(ClassPeriods):
                      for d in self.size)  # fmt: skip
 
     def _edge_data(self, last: int) -> tuple:
-        """What a step's extents decide, per combination of short (edge) dims (cached; ``last``:
-        the mask of loops at their last index, :meth:`_masks`): (extents, per link the tile's
-        bytes and its scale stream's bytes, the unit's busy cycles, output elements)."""
+        """What a step's extents decide, per combination of short (edge) dims (cached, also by
+        ``last``: the mask of loops at their last index, :meth:`_masks`): (extents, per link the
+        tile's bytes and its scale stream's bytes, the unit's busy cycles, output elements)."""
+        hit = self._edges.get(last)  # (an int key; the combinations' keys are tuples)
+        if hit is not None:
+            return hit
         key = tuple([not (mask & ~last) for mask in self._dim_masks])
         hit = self._edges.get(key)
         if hit is None:
             ext = {d: self.size[d] - (self.n_tiles[d] - 1) * self.tile[d] if short
                    else self.tile[d] for d, short in zip(self.size, key)}  # fmt: skip
-            # per link: the tile with its block scales, if any (they travel together), and
-            # the epilogue scales crossing with it (read once per output tile)
-            op = self.op
+            # per link: the tile with its block scales, if any (they travel together: the same
+            # bytes on every hop of the operand), and the epilogue scales crossing with it (read
+            # once per output tile)
+            op, tiles = self.op, {}
+            for operand, d0, d1, *_ in self._link_plan:
+                if operand not in tiles:
+                    tiles[operand] = operand_bytes(op, operand, ext[d0], ext[d1])
             nbytes = tuple(
-                (operand_bytes(op, operand, ext[d0], ext[d1]),
-                 scale_bytes(op, operand, ext[d0], ext[d1]) if epilogue else 0)
+                (tiles[operand], scale_bytes(op, operand, ext[d0], ext[d1]) if epilogue else 0)
                 for operand, d0, d1, _, _, _, epilogue in self._link_plan
             )  # fmt: skip
             hit = self._edges[key] = (ext, nbytes, self._step_cycles(ext),
                                       ext["m"] * ext["n"])  # fmt: skip
+        self._edges[last] = hit
         return hit
 
     @cached_property
@@ -334,31 +340,6 @@ class Program(ClassPeriods):
     def _step_cycles(self, ext: dict[str, int]) -> int:
         return step_busy_cycles(self.arch, self.memory, self.op, self.mapping.tile, self.rate,
                                 self.inner, ext["m"], ext["k"], ext["n"])  # fmt: skip
-
-    def codes_at(self, steps: np.ndarray, canonical: bool = True) -> np.ndarray:
-        """Class codes (canonical, or raw digits) of the given step indices (vectorised)."""
-        rest = np.array(steps, dtype=np.int64)
-        raw = np.zeros_like(rest)
-        for n, radix in zip(reversed(self.count), reversed(self._radix)):
-            raw += _classes_of(rest % n, n) * radix
-            rest //= n
-        return self.canonical[raw] if canonical else raw
-
-    @cached_property
-    def canonical(self) -> np.ndarray:
-        """Maps each valid raw class code to the smallest code with an identical
-        :class:`StepClass`: the engine only looks at a step's class, so steps of equal classes
-        are interchangeable (a full-size last block is the same as a middle one)."""
-        seen: dict[StepClass, int] = {}
-        table = np.arange(4 ** len(self.loops), dtype=np.int64)
-        for code in sorted(self.multiplicity):
-            table[code] = seen.setdefault(self.class_of(code), code)
-        return table
-
-    @cached_property
-    def canonical_list(self) -> list[int]:
-        """:attr:`canonical` as a list (faster to index one code at a time)."""
-        return self.canonical.tolist()
 
     def code(self, i: int) -> int:
         """Raw class code of step ``i`` (scalar twin of :meth:`codes`, for the hot path; every
