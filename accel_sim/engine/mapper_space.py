@@ -14,7 +14,7 @@ exhaustive search the mapper prunes).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from accel_sim.arch.schema import Arch
 from accel_sim.arch.units.base import StepTile
@@ -228,7 +228,23 @@ def _keep(chosen: dict) -> tuple:
     return tuple(sorted((k, c[0], c[1]) for k, c in chosen.items()))
 
 
+#: :func:`_tiles` per (unit content, op without its name, the levels' fit data): a sweep maps
+#: the same op on architectures that differ only in timing
+_TILES: dict[tuple, list[StepTile]] = {}
+
+
 def _tiles(space: _Space) -> list[StepTile]:
+    """:func:`_search_tiles`, memoised by everything it reads (its result is not modified)."""
+    key = (space.unit.model_dump_json(), replace(space.op, name=""), tuple(space._fit_levels))
+    hit = _TILES.get(key)
+    if hit is None:
+        if len(_TILES) >= 4096:
+            _TILES.clear()
+        hit = _TILES[key] = _search_tiles(space)
+    return hit
+
+
+def _search_tiles(space: _Space) -> list[StepTile]:
     """The fitting step tiles worth scoring: the maximal ones (no other fitting tile covers at
     least as much in every dimension, extents clipped to the GEMM), and each of those with K or
     the unit's streamed dimension (``ComputeUnit.streamed_dim``) halved or quartered: a shorter
