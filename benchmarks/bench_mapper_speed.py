@@ -4,6 +4,9 @@ Run: ``python benchmarks/bench_mapper_speed.py [--n 60] [--seed 8]`` prints the 
 mapping (ms, cache cleared) over a reference set of matmuls; ``--record FILE`` stores
 ``repr(map_matmul(arch, op))`` for every op of the set as JSON, ``--check FILE`` maps the set
 again and counts the ops whose mapping differs from the stored one (exit status 1 if any does).
+The speed-up ``--check`` prints divides by the seconds stored with the record, so it is only as
+good as the two runs' machine load: to compare two versions, run this file from each checkout
+(``PYTHONPATH`` at it) in alternation, a few times, and compare the CPU seconds.
 
 The reference set: the five architectures shipped with the mapper (and edited copies of four:
 more buffers, capacity and bandwidth, so that buffer counts 3 and 4 and large levels are

@@ -85,12 +85,14 @@ def _shortlist(space: _Space) -> list[tuple]:
     tiles have a candidate, a tile whose bound exceeds the RESCORE-th best rank cannot enter the
     shortlist, nor can any later one, so the search stops; and a tile's search stops at a
     candidate that reaches both its bound and the least DRAM bytes (later ones rank no lower and
-    come later; no challenger can rank strictly better). The shortlist is the one a search of
-    every candidate would give: the enumeration key (tile, order, block) orders candidates as
-    the plain enumeration does."""
+    come later; no challenger can rank strictly better). A tile's nests with K above the block
+    loop are ranked only once the tile is shortlisted (they play no part in the search). The
+    shortlist is the one a search of every candidate would give: the enumeration key (tile,
+    order, block) orders candidates as the plain enumeration does."""
     costs = [_tile_costs(space, tile) for tile in _tiles(space)]
     best: dict[int, tuple] = {}  # tile index -> (rank, key, loops, choices), K innermost
-    above: dict[int, tuple] = {}  # the same with K above the block loop
+    pending: dict[int, list] = {}  # tile index -> its (j, nest) with K above the block loop
+    cutoff = math.inf
     for t in sorted(range(len(costs)), key=lambda t: (costs[t].bound, t)):
         if len(best) >= RESCORE:
             cutoff = sorted(e[0][0] for e in best.values())[RESCORE - 1]
@@ -100,25 +102,45 @@ def _shortlist(space: _Space) -> list[tuple]:
         # its block scales): no candidate of the tile moves fewer DRAM bytes
         tk = costs[t].tile.tk
         least_dram = space.total("A", tk) + space.total("B", tk) + space.c_dram
+        later = pending[t] = []
         for j, loops in enumerate(_nests(space, costs[t])):
-            scored = _evaluate(space, costs[t], loops)
+            if loops[-1].dim != "k":  # K above: scored below if the tile makes the shortlist
+                later.append((j, loops))  # (K-innermost nests come first)
+                continue
+            # a nest bound to rank above the tile's best so far, or above the cutoff (it could
+            # not make the tile enter the shortlist, nor lower the cutoff), is not ranked to
+            # the end
+            beat = min(cutoff, best[t][0][0]) if t in best else cutoff
+            scored = _evaluate(space, costs[t], loops, beat)
             if scored is None:
                 continue
             entry = (scored[0], (t, j), loops, scored[1])
-            table = best if loops[-1].dim == "k" else above  # K-innermost nests come first
-            if t not in table or entry[:2] < table[t][:2]:
-                table[t] = entry
-                if table is best and entry[0] == (costs[t].bound, least_dram):
+            if t not in best or entry[:2] < best[t][:2]:
+                best[t] = entry
+                if entry[0] == (costs[t].bound, least_dram):
                     break  # no later candidate of this tile can rank lower
 
     def mapping(entry):
         rank, key, loops, chosen = entry
         return rank, key, Mapping(costs[key[0]].tile, loops, _keep(chosen))
 
+    def challenger(t: int, rival: tuple) -> tuple | None:
+        """The best-ranked of the tile's nests with K above the block loop (first enumerated
+        among equals) if it ranks strictly better than ``rival`` (the tile's best with K
+        innermost), else None. Only a shortlisted tile's are ranked: they never enter the
+        search above, which ranks tiles by their K-innermost candidates alone."""
+        top = None
+        for j, loops in pending[t]:
+            beat = rival[0] if top is None else min(rival[0], top[0][0])
+            scored = _evaluate(space, costs[t], loops, beat)
+            if scored is not None and (top is None or (scored[0], (t, j)) < top[:2]):
+                top = (scored[0], (t, j), loops, scored[1])
+        return top if top and top[0] < rival else None
+
     out = []
     for e in sorted(best.values(), key=lambda e: e[:2])[:RESCORE]:
-        other = above.get(e[1][0])
-        out.append((*mapping(e), mapping(other) if other and other[0] < e[0] else None))
+        other = challenger(e[1][0], e[0])
+        out.append((*mapping(e), mapping(other) if other else None))
     return out
 
 

@@ -38,8 +38,13 @@ class _Space:
         mem = self.memory
         #: per (input operand, step tile depth): its bytes, all instances (:meth:`total`)
         self._total: dict[tuple[str, int], int] = {}
+        #: per (operand, rows, cols, step tile depth): :func:`operand_bytes` (:meth:`piece`)
+        self._pieces: dict[tuple[str, int, int, int], int] = {}
         #: each input operand's hops, outermost first
         self.hops = {x: list(zip(self.path[x], self.path[x][1:])) for x in "AB"}
+        #: every input hop as (operand, src, dst): A's, then B's; per (operand, dst) its src
+        self.all_hops = [(x, src, dst) for x in "AB" for src, dst in self.hops[x]]
+        self.parent = {(x, dst): src for x, src, dst in self.all_hops}
         #: on-chip levels staging A or B, outermost first, as (level, operands), and the
         #: bandwidth (bytes/cycle) of each operand's hop into each of them
         self.levels = []
@@ -71,6 +76,15 @@ class _Space:
             self._total[key] = self.op.count * operand_bytes(self.op, operand, size[d0],
                                                              size[d1], tk)  # fmt: skip
         return self._total[key]
+
+    def piece(self, operand: str, rows: int, cols: int, tk: int) -> int:
+        """Bytes of a rows×cols piece of ``operand`` in step tiles ``tk`` deep
+        (:func:`operand_bytes`, memoised: the search sizes the same pieces over and over)."""
+        key = (operand, rows, cols, tk)
+        hit = self._pieces.get(key)
+        if hit is None:
+            hit = self._pieces[key] = operand_bytes(self.op, operand, rows, cols, tk)
+        return hit
 
     def tile_bytes(self, operand: str, tile: StepTile, innermost: bool) -> int:
         """Bytes of one step tile of ``operand`` (clipped to the GEMM, block scales included;
@@ -137,7 +151,9 @@ class _Space:
             scales = self.op.scales(operand)
             if scales is None or not scales.block:
                 return elements
-            extra = [scale_bytes(self.op, operand, r, c) for r, c in shapes]
+            memo: dict[tuple[int, int], int] = {}  # the same shapes recur along the third dim
+            extra = [memo[s] if s in memo else memo.setdefault(s, scale_bytes(self.op, operand, *s))
+                     for s in shapes]  # fmt: skip
             return elements + np.array(extra, dtype=np.int64)
 
         a = with_scales(nbytes(m, k, self.op.a_bits), "A", [(e[0], e[1]) for e in exts])

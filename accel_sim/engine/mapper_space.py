@@ -14,7 +14,7 @@ exhaustive search the mapper prunes).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from accel_sim.arch.schema import Arch
 from accel_sim.arch.units.base import StepTile
@@ -27,7 +27,7 @@ from accel_sim.engine.mapping import (
     nest,
     positions,
 )
-from accel_sim.engine.program import operand_bytes, step_busy_cycles
+from accel_sim.engine.program import step_busy_cycles
 
 #: Simulation cost in the objective: a mapping's cycles count ``× (1 + steps / STEP_WEIGHT)``,
 #: so of two mappings within ~0.1 % of each other the one with far fewer steps (larger tiles,
@@ -104,10 +104,12 @@ def _positions(space: _Space, tile: StepTile, loops: tuple[Loop, ...], x: str) -
     positions p = len(loops) … 1 (innermost first, :func:`mapping.positions`) the innermost of
     each distinct (window loop, footprint bytes), as ``(p, footprint bytes, bytes crossing into a
     level keeping x at p, single-step window?, windows opened)``."""
-    op, total = space.op, space.total(x, tile.tk)
+    tk, piece, pieces, total = tile.tk, space.piece, space._pieces, space.total(x, tile.tk)
     out, seen = [], set()
     for p, rows, cols, r, sweeps, windows, single in positions(tile, loops, x, space.size):
-        one = operand_bytes(op, x, rows, cols, tile.tk)
+        one = pieces.get((x, rows, cols, tk))
+        if one is None:
+            one = piece(x, rows, cols, tk)
         if (r, one) not in seen:
             seen.add((r, one))
             out.append((p, one, total * sweeps, single, windows))
@@ -126,25 +128,30 @@ def _options(space: _Space, costs: _TileCosts, positions: list, x: str, level: i
     buffers = space.arch.memory[level].buffers
     tile_time = costs.tile_time[(x, level)]
     held = tile_time * costs.steps
+    counts = range(2, buffers + 1)
     opts = []
+    append = opts.append
     for pos in positions:
         p, one, cross, single, windows = pos
         if p < floor:
             break
         time = cross / bandwidth
         if single:
-            opts += [(p, b, b * one, max(time, math.ceil(held / b)), pos)
-                     for b in range(min(2, buffers), buffers + 1)]  # fmt: skip
+            if buffers < 2:
+                append((p, buffers, buffers * one, max(time, math.ceil(held / buffers)), pos))
+            for b in counts:
+                append((p, b, b * one, max(time, math.ceil(held / b)), pos))
         else:
-            opts.append((p, 1, one, time + windows * tile_time, pos))
-            opts += [(p, b, b * one, time, pos) for b in range(2, buffers + 1)]
+            append((p, 1, one, time + windows * tile_time, pos))
+            for b in counts:
+                append((p, b, b * one, time, pos))
     return opts
 
 
 def _pick(opts: list[list], budget: int) -> tuple | None:
     """The choice (one option per operand) within ``budget`` bytes with the least total link
     time, then the fewest buffers, then the least room (ties: the first in product order);
-    None when nothing fits."""
+    None when nothing fits. (The keys are compared field by field, as tuples compare.)"""
     best = None
     if len(opts) == 1:
         for o in opts[0]:
@@ -153,22 +160,26 @@ def _pick(opts: list[list], budget: int) -> tuple | None:
                 if best is None or key < best[0]:
                     best = (key, (o,))
         return None if best is None else best[1]
+    top = None  # the best total link time so far
     for a in opts[0]:
-        room = budget - a[2]
+        room, ta = budget - a[2], a[3]
         for b in opts[1]:
             if b[2] <= room:
-                key = (a[3] + b[3], a[1] + b[1], a[2] + b[2])
-                if best is None or key < best[0]:
-                    best = (key, (a, b))
-    return None if best is None else best[1]
+                t = ta + b[3]
+                if top is None or t < top or (t == top and (a[1] + b[1], a[2] + b[2]) < best):
+                    top, best, pair = t, (a[1] + b[1], a[2] + b[2]), (a, b)
+    return None if top is None else pair
 
 
-def _evaluate(space: _Space, costs: _TileCosts, loops: tuple[Loop, ...]):
+def _evaluate(space: _Space, costs: _TileCosts, loops: tuple[Loop, ...],
+              beat: float = math.inf):  # fmt: skip
     """The mapper's choice of keep positions for ``loops`` (per level, outermost first: the
     options of :func:`_options` minimising the parent links' time within the level's budget,
     never keeping more than the parent) and its rank by the fast closed-form bound, as
     ``((cycles × (1 + steps / STEP_WEIGHT), DRAM bytes), choices)`` (choices: per (operand,
-    level) the option of :func:`_options`); None if a level cannot hold any choice.
+    level) the option of :func:`_options`); None if a level cannot hold any choice, or once the
+    rank's first field is bound to exceed ``beat`` (the ports of the hops chosen so far, fill
+    included, already make it larger: the rest only adds).
 
     The bound: the slowest of the unit (every step at its exact time), every port (bytes
     crossing each link) and every single-step window's slots, plus the first tiles' path to the
@@ -176,13 +187,16 @@ def _evaluate(space: _Space, costs: _TileCosts, loops: tuple[Loop, ...]):
     budget = space.block_budget(costs.tile, loops, costs.budget)
     if budget is None:
         return None
-    positions = {x: _positions(space, costs.tile, loops, x) for x in "AB"}
+    tile, steps, port_cycles = costs.tile, costs.steps, space.memory.port_cycles
+    weight = 1 + steps / STEP_WEIGHT
+    positions = {"A": _positions(space, tile, loops, "A"), "B": _positions(space, tile, loops, "B")}
     floor = {"A": 1, "B": 1}
     chosen = {}
     acc = accumulator_position(loops)
     if acc is not None:  # the accumulator level keeps C at the K loop, in all its slots
         level = space.inner["C"]
         chosen[("C", level)] = (acc, space.arch.memory[level].buffers)
+    busy = dict(space.c_busy)  # port cycles (integers: their sum has no order)
     for level, operands in space.levels:
         opts = [_options(space, costs, positions[x], x, level, floor[x]) for x in operands]
         choice = _pick(opts, budget[level])
@@ -191,22 +205,22 @@ def _evaluate(space: _Space, costs: _TileCosts, loops: tuple[Loop, ...]):
         for x, c in zip(operands, choice):
             chosen[(x, level)] = c
             floor[x] = c[0]
-    steps, mem = costs.steps, space.memory
-    busy = dict(space.c_busy)
-    slots, bubbles, dram = 0.0, 0, space.c_dram
-    for x in "AB":
-        for src, dst in space.hops[x]:
-            _, b, _, _, (_, _, nbytes, single, windows) = chosen[(x, dst)]
-            if single:
-                slots = max(slots, costs.tile_time[(x, dst)] * steps / b)
-            elif b == 1:
-                bubbles += windows * costs.tile_time[(x, dst)]
-            if src == 0:
-                dram += nbytes
-            for port, cycles in mem.port_cycles(src, dst, nbytes):
+            for port, cycles in port_cycles(space.parent[(x, level)], level, c[4][2]):
                 busy[port] = busy.get(port, 0) + cycles
+        if beat < math.inf and (costs.fill + max(costs.compute, *busy.values())) * weight > beat:
+            return None
+    tile_time = costs.tile_time
+    slots, bubbles, dram = 0.0, 0, space.c_dram
+    for x, src, dst in space.all_hops:
+        _, b, _, _, (_, _, nbytes, single, windows) = chosen[(x, dst)]
+        if single:
+            slots = max(slots, tile_time[(x, dst)] * steps / b)
+        elif b == 1:
+            bubbles += windows * tile_time[(x, dst)]
+        if src == 0:
+            dram += nbytes
     cycles = costs.fill + max([costs.compute, slots, *busy.values()]) + bubbles
-    return (cycles * (1 + steps / STEP_WEIGHT), dram), chosen
+    return (cycles * weight, dram), chosen
 
 
 def _keep(chosen: dict) -> tuple:
@@ -214,7 +228,23 @@ def _keep(chosen: dict) -> tuple:
     return tuple(sorted((k, c[0], c[1]) for k, c in chosen.items()))
 
 
+#: :func:`_tiles` per (unit content, op without its name, the levels' fit data): a sweep maps
+#: the same op on architectures that differ only in timing
+_TILES: dict[tuple, list[StepTile]] = {}
+
+
 def _tiles(space: _Space) -> list[StepTile]:
+    """:func:`_search_tiles`, memoised by everything it reads (its result is not modified)."""
+    key = (space.unit.model_dump_json(), replace(space.op, name=""), tuple(space._fit_levels))
+    hit = _TILES.get(key)
+    if hit is None:
+        if len(_TILES) >= 4096:
+            _TILES.clear()
+        hit = _TILES[key] = _search_tiles(space)
+    return hit
+
+
+def _search_tiles(space: _Space) -> list[StepTile]:
     """The fitting step tiles worth scoring: the maximal ones (no other fitting tile covers at
     least as much in every dimension, extents clipped to the GEMM), and each of those with K or
     the unit's streamed dimension (``ComputeUnit.streamed_dim``) halved or quartered: a shorter

@@ -53,8 +53,8 @@ class MemorySystem:
             hops = {(s, d): self._compute_hop(s, d) for s in range(n) for d in range(n) if s != d}
             if len(_TABLES) >= 256:
                 _TABLES.clear()
-            tables = _TABLES[key] = (rates, hops)
-        self._rates, self._hops = tables
+            tables = _TABLES[key] = (rates, hops, {})
+        self._rates, self._hops, self._port_memo = tables
 
     # ----------------------------------------------------------------- ports
     def port(self, level: int, kind: str) -> PortKey:
@@ -97,7 +97,17 @@ class MemorySystem:
         return self._hops[(src, dst)][2]
 
     def port_cycles(self, src: int, dst: int, nbytes: int) -> tuple[tuple[PortKey, int], ...]:
-        """Cycles a hop of ``nbytes`` occupies each of its ports, in acquisition order."""
+        """Cycles a hop of ``nbytes`` occupies each of its ports, in acquisition order
+        (memoised per memory configuration: the mapper and the twin ask for the same hops)."""
+        key = (src, dst, nbytes)
+        hit = self._port_memo.get(key)
+        if hit is None:
+            if len(self._port_memo) >= 1 << 16:
+                self._port_memo.clear()
+            hit = self._port_memo[key] = self._port_cycles(src, dst, nbytes)
+        return hit
+
+    def _port_cycles(self, src: int, dst: int, nbytes: int) -> tuple[tuple[PortKey, int], ...]:
         ports, rates, bandwidth = self._hops[(src, dst)]
         if nbytes <= 0:
             return tuple((port, 0) for port in ports)

@@ -42,7 +42,6 @@ from accel_sim.engine.program_periods import (
     ClassPeriods,
     _class_counts,
     _class_of,
-    _classes_of,
 )
 
 
@@ -103,11 +102,16 @@ def operand_bytes(op: MatmulOp, operand: str, rows: int, cols: int,
     elements at the operand's width plus its block scales (a block-scale stream travels with its
     tile); epilogue scales (``block == 0``) are not part of a tile (:meth:`Program._build_class`
     charges them). The one place the engine, its closed-form model and the mapper size a tile."""
-    bits = {"A": op.a_bits, "B": op.b_bits, "C": op.c_bits}[operand]
-    nbytes = tile_bytes(rows, cols, bits)
-    scales = op.scales(operand)
-    if scales is not None and scales.block:
-        nbytes += scale_bytes(op, operand, rows, cols, tk)
+    if operand == "A":
+        nbytes, scales = math.ceil(rows * cols * op.a_bits / 8), op.a_scales  # tile_bytes
+        if scales is not None and scales.block:
+            nbytes += scales.bytes(rows, cols, tk)  # scale_bytes: A's lines are its rows
+    elif operand == "B":
+        nbytes, scales = math.ceil(rows * cols * op.b_bits / 8), op.b_scales
+        if scales is not None and scales.block:
+            nbytes += scales.bytes(cols, rows, tk)  # B's lines are its columns
+    else:
+        nbytes = math.ceil(rows * cols * op.c_bits / 8)
     return nbytes
 
 
@@ -162,7 +166,7 @@ class Program(ClassPeriods):
         self._match: dict[tuple[int, int], tuple[int, int]] = {}
         self._aligned_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._agree: dict[tuple, bool] = {}
-        self._edges: dict[tuple[bool, ...], tuple] = {}
+        self._edges: dict[object, tuple] = {}
         self._digits: dict[int, tuple[int, ...]] = {}
 
     # ----------------------------------------------------------------- structure
@@ -208,38 +212,65 @@ class Program(ClassPeriods):
     def extents(self, code: int) -> dict[str, int]:
         """Actual step extents (elements) per dim: a dim's last tile is short when every loop
         over that dim is at its last index."""
-        return self._edge_data(self.decode(code))[0]
+        return self._edge_data(self._masks(code)[1])[0]
 
-    def _edge_data(self, digits: tuple[int, ...]) -> tuple:
-        """What a step's extents decide, per combination of short (edge) dims (cached):
-        (extents, per link the tile's bytes and its scale stream's bytes, the unit's busy
-        cycles, output elements)."""
-        last = {d: True for d in self.size}
-        for loop, c in zip(self.loops, digits):
-            if c != LAST and c != ONLY:
-                last[loop.dim] = False
-        key = tuple(last.values())
+    def _masks(self, code: int) -> tuple[int, int]:
+        """Bit masks of the loops (bit i: loop i, outermost first) at their first index and
+        at their last index (ONLY is both) in class ``code``."""
+        first = last = 0
+        for i, c in enumerate(self.decode(code)):
+            if c == FIRST or c == ONLY:
+                first |= 1 << i
+            if c == LAST or c == ONLY:
+                last |= 1 << i
+        return first, last
+
+    def _inside(self, r: int) -> int:
+        """Bit mask of the loops inside loop ``r`` (all loops for r = -1)."""
+        return ((1 << len(self.loops)) - 1) & ~((1 << (r + 1)) - 1)
+
+    @cached_property
+    def _dim_masks(self) -> tuple[int, ...]:
+        """Per dim (``size`` order), the bit mask of the loops over it; 0 when its last tile is
+        a full one (the same extents either way: fewer distinct edge cases to cost)."""
+        return tuple(0 if self.size[d] == self.n_tiles[d] * self.tile[d] else
+                     sum(1 << i for i, lp in enumerate(self.loops) if lp.dim == d)
+                     for d in self.size)  # fmt: skip
+
+    def _edge_data(self, last: int) -> tuple:
+        """What a step's extents decide, per combination of short (edge) dims (cached, also by
+        ``last``: the mask of loops at their last index, :meth:`_masks`): (extents, per link the
+        tile's bytes and its scale stream's bytes, the unit's busy cycles, output elements)."""
+        hit = self._edges.get(last)  # (an int key; the combinations' keys are tuples)
+        if hit is not None:
+            return hit
+        key = tuple([not (mask & ~last) for mask in self._dim_masks])
         hit = self._edges.get(key)
         if hit is None:
-            ext = {d: self.size[d] - (self.n_tiles[d] - 1) * self.tile[d] if last[d]
-                   else self.tile[d] for d in self.size}  # fmt: skip
-            # per link: the tile with its block scales, if any (they travel together), and
-            # the epilogue scales crossing with it (read once per output tile)
-            op = self.op
+            ext = {d: self.size[d] - (self.n_tiles[d] - 1) * self.tile[d] if short
+                   else self.tile[d] for d, short in zip(self.size, key)}  # fmt: skip
+            # per link: the tile with its block scales, if any (they travel together: the same
+            # bytes on every hop of the operand), and the epilogue scales crossing with it (read
+            # once per output tile)
+            op, tiles = self.op, {}
+            for operand, d0, d1, *_ in self._link_plan:
+                if operand not in tiles:
+                    tiles[operand] = operand_bytes(op, operand, ext[d0], ext[d1])
             nbytes = tuple(
-                (operand_bytes(op, operand, ext[d0], ext[d1]),
-                 scale_bytes(op, operand, ext[d0], ext[d1]) if epilogue else 0)
+                (tiles[operand], scale_bytes(op, operand, ext[d0], ext[d1]) if epilogue else 0)
                 for operand, d0, d1, _, _, _, epilogue in self._link_plan
             )  # fmt: skip
             hit = self._edges[key] = (ext, nbytes, self._step_cycles(ext),
                                       ext["m"] * ext["n"])  # fmt: skip
+        self._edges[last] = hit
         return hit
 
     @cached_property
     def _link_plan(self) -> tuple:
         """Per link, what its step data depends on (computed once, for :meth:`_build_class`):
-        (operand, its dims, window loop and crossing loops of the destination, window loop of
-        the source or None for DRAM, whether epilogue scales cross it)."""
+        (operand, its dims, the masks (:meth:`_inside`) of the loops inside the destination's
+        window loop and of its crossing loops, that of the source's window loop or None for
+        DRAM, whether epilogue scales cross it)."""
         op, plan = self.op, []
         for link in self.links:
             d0, d1 = OPERAND_DIMS[link.operand]
@@ -251,59 +282,55 @@ class Program(ClassPeriods):
             r_src = self.window(link.operand, link.src)[0] if link.src != 0 else None
             scales = op.scales(link.operand)
             epilogue = link.src == 0 and scales is not None and not scales.block
-            plan.append((link.operand, d0, d1, r_dst, others, r_src, epilogue))
+            plan.append((link.operand, d0, d1, self._inside(r_dst), sum(1 << i for i in others),
+                         None if r_src is None else self._inside(r_src), epilogue))  # fmt: skip
         return tuple(plan)
 
     @cached_property
     def _class_plan(self) -> tuple:
-        """Window loops :meth:`_build_class` reads (computed once): the accumulator's and the
-        loops inside it that do not index C (K), the innermost A and B levels', and the
-        once-per-matmul unit cycles."""
+        """The loop masks (:meth:`_inside`) :meth:`_build_class` reads (computed once): inside
+        the accumulator's window loop, of the loops inside it that do not index C (K), inside
+        the innermost A and B levels' window loops; and the once-per-matmul unit cycles."""
         inner = self.inner
-        return (*self.window("C", inner["C"]), self.window("A", inner["A"])[0],
-                self.window("B", inner["B"])[0],
+        r_acc, k_loops = self.window("C", inner["C"])
+        return (self._inside(r_acc), sum(1 << i for i in k_loops),
+                self._inside(self.window("A", inner["A"])[0]),
+                self._inside(self.window("B", inner["B"])[0]),
                 self.unit.once_cycles(self.mapping.tile, self.rate))  # fmt: skip
 
     def _build_class(self, code: int) -> StepClass:
-        digits = self.decode(code)
-        # suffix flags: first[i] / last[i] = every loop from i inward is at its first / last
-        # index (position len(loops): no loop, True)
-        n = len(digits)
-        first, last = [True] * (n + 1), [True] * (n + 1)
-        for i in range(n - 1, -1, -1):
-            c = digits[i]
-            first[i] = first[i + 1] and (c == FIRST or c == ONLY)
-            last[i] = last[i + 1] and (c == LAST or c == ONLY)
-        ext, nbytes, cycles, outputs = self._edge_data(digits)
-        r_acc, k_loops, r_a, r_b, once = self._class_plan
-        acc_open, acc_close = first[r_acc + 1], last[r_acc + 1]
+        # a set of loops is all at its first (last) index when its mask has no bit outside
+        # ``first`` (``last``); no loop inside the outermost: every loop
+        first, last = self._masks(code)
+        ext, nbytes, cycles, outputs = self._edge_data(last)
+        acc_in, k_loops, a_in, b_in, once = self._class_plan
+        acc_open, acc_close = not (acc_in & ~first), not (acc_in & ~last)
         # an output tile starts at its first K step and is complete at its last
-        starts = all(digits[i] == FIRST or digits[i] == ONLY for i in k_loops)
-        done = all(digits[i] == LAST or digits[i] == ONLY for i in k_loops)
+        starts, done = not (k_loops & ~first), not (k_loops & ~last)
         link_bytes, link_opens, link_closes = [], [], []
-        for (operand, _, _, r_dst, others, r_src, _), (tile, scale) in zip(self._link_plan,
-                                                                           nbytes):  # fmt: skip
+        for (operand, _, _, dst_in, others, src_in, _), (tile, scale) in zip(self._link_plan,
+                                                                             nbytes):  # fmt: skip
             if operand == "C":
                 link_bytes.append(tile if done else 0)
                 link_opens.append(done)
                 # the accumulator slot is freed after the window's last tile; a staging slot
                 # further out after each tile
-                link_closes.append(acc_close if r_src == "acc" else done)
+                link_closes.append(acc_close if src_in == "acc" else done)
                 continue
-            moved = tile if all(digits[i] == FIRST or digits[i] == ONLY for i in others) else 0
+            moved = 0 if others & ~first else tile
             if starts:  # epilogue scales (0 bytes on other links): once per output tile
                 moved += scale
             link_bytes.append(moved)
-            link_opens.append(first[r_dst + 1])
-            link_closes.append(r_src is not None and last[r_src + 1])
-        if last[0]:
+            link_opens.append(not (dst_in & ~first))
+            link_closes.append(src_in is not None and not (src_in & ~last))
+        if last == (1 << len(self.loops)) - 1:
             cycles += once
         return StepClass(
             compute_cycles=max(cycles, 1),
             link_bytes=tuple(link_bytes),
             opens=tuple(link_opens),
             closes_src=tuple(link_closes),
-            closes_l0=(last[r_a + 1], last[r_b + 1]),
+            closes_l0=(not (a_in & ~last), not (b_in & ~last)),
             opens_accumulator=acc_open,
             closes_accumulator=done,
             outputs=outputs if done else 0,
@@ -313,31 +340,6 @@ class Program(ClassPeriods):
     def _step_cycles(self, ext: dict[str, int]) -> int:
         return step_busy_cycles(self.arch, self.memory, self.op, self.mapping.tile, self.rate,
                                 self.inner, ext["m"], ext["k"], ext["n"])  # fmt: skip
-
-    def codes_at(self, steps: np.ndarray, canonical: bool = True) -> np.ndarray:
-        """Class codes (canonical, or raw digits) of the given step indices (vectorised)."""
-        rest = np.array(steps, dtype=np.int64)
-        raw = np.zeros_like(rest)
-        for n, radix in zip(reversed(self.count), reversed(self._radix)):
-            raw += _classes_of(rest % n, n) * radix
-            rest //= n
-        return self.canonical[raw] if canonical else raw
-
-    @cached_property
-    def canonical(self) -> np.ndarray:
-        """Maps each valid raw class code to the smallest code with an identical
-        :class:`StepClass`: the engine only looks at a step's class, so steps of equal classes
-        are interchangeable (a full-size last block is the same as a middle one)."""
-        seen: dict[StepClass, int] = {}
-        table = np.arange(4 ** len(self.loops), dtype=np.int64)
-        for code in sorted(self.multiplicity):
-            table[code] = seen.setdefault(self.class_of(code), code)
-        return table
-
-    @cached_property
-    def canonical_list(self) -> list[int]:
-        """:attr:`canonical` as a list (faster to index one code at a time)."""
-        return self.canonical.tolist()
 
     def code(self, i: int) -> int:
         """Raw class code of step ``i`` (scalar twin of :meth:`codes`, for the hot path; every

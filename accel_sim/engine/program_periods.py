@@ -8,6 +8,8 @@ earlier, vectorised over the raw class digits (numpy), never step by step.
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 
 FIRST, MIDDLE, LAST, ONLY = 0, 1, 2, 3  # index class within one loop (ONLY = first and last)
@@ -33,8 +35,35 @@ def _classes_of(index: np.ndarray, count: int) -> np.ndarray:
 
 
 class ClassPeriods:
-    """Periodicity of the step classes. Uses the program's ``count``, ``_radix``, ``n_steps``,
-    ``code``, ``codes_at``, ``canonical`` and ``_mismatch`` (its cache)."""
+    """Periodicity of the step classes, and the vectorised class codes of steps
+    (:meth:`codes_at`, :attr:`canonical`). Uses the program's ``count``, ``_radix``,
+    ``n_steps``, ``loops``, ``multiplicity``, ``code``, ``class_of`` and ``_mismatch`` (its
+    cache)."""
+
+    def codes_at(self, steps: np.ndarray, canonical: bool = True) -> np.ndarray:
+        """Class codes (canonical, or raw digits) of the given step indices (vectorised)."""
+        rest = np.array(steps, dtype=np.int64)
+        raw = np.zeros_like(rest)
+        for n, radix in zip(reversed(self.count), reversed(self._radix)):
+            raw += _classes_of(rest % n, n) * radix
+            rest //= n
+        return self.canonical[raw] if canonical else raw
+
+    @cached_property
+    def canonical(self) -> np.ndarray:
+        """Maps each valid raw class code to the smallest code with an identical step class
+        (``program.StepClass``): the engine only looks at a step's class, so steps of equal
+        classes are interchangeable (a full-size last block is the same as a middle one)."""
+        seen: dict = {}  # StepClass -> code
+        table = np.arange(4 ** len(self.loops), dtype=np.int64)
+        for code in sorted(self.multiplicity):
+            table[code] = seen.setdefault(self.class_of(code), code)
+        return table
+
+    @cached_property
+    def canonical_list(self) -> list[int]:
+        """:attr:`canonical` as a list (faster to index one code at a time)."""
+        return self.canonical.tolist()
 
     def first_mismatch(self, lo: int, period: int) -> int:
         """Smallest ``x ≥ lo`` whose raw class digits differ from those of ``x - period``, or

@@ -20,7 +20,7 @@ from accel_sim.engine.twin_steps import (
     _inside_k,
     _last_tiles,
     _plan,
-    _port_totals,
+    _store_ports,
     _tile_code,
     _tile_steps,
     _way_out,
@@ -48,6 +48,20 @@ def _residues(program: Program, outer: int, b: int) -> list[int]:
         dist = [sum(dist[x] * here[(y - x) % b] for x in range(b)) for y in range(b)]
         weight *= n
     return dist
+
+
+def _port_totals(program: Program) -> tuple[dict, dict]:
+    """(load cycles, store cycles) per port over the whole matmul (cached)."""
+    totals = program.__dict__.get("_twin_ports")
+    if totals is None:
+        mem = program.memory
+        loads: dict[object, int] = defaultdict(int)
+        stores: dict[object, int] = defaultdict(int)
+        for link, nbytes in zip(program.links, program.link_bytes):
+            for port, cycles in mem.port_cycles(link.src, link.dst, nbytes):
+                (stores if link.operand == "C" else loads)[port] += cycles
+        totals = program.__dict__["_twin_ports"] = (dict(loads), dict(stores))
+    return totals
 
 
 def load_bound(program: Program) -> float:
@@ -84,7 +98,7 @@ def load_bound(program: Program) -> float:
     # port serves the stores queued after that load, so the port's last store starts after
     # the longer of the two
     stores = _port_totals(program)[1]
-    last_out = _downstream(program, program.code(n - 1))
+    last_out = _store_ports(program, last, {}) if last.closes_accumulator else {}  # its ports
     for port, tail in tails.items():
         other = stores.get(port, 0) - last_out.get(port, 0)
         reach = last.compute_cycles + arrival.get(port, 0)

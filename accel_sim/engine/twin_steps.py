@@ -7,7 +7,6 @@ their ways out. Shared by the twin's body/fill/drain (``twin.py``) and its seque
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 
 from accel_sim.engine.program import Program
 from accel_sim.engine.program_periods import _class_of
@@ -22,19 +21,31 @@ def _chain(program: Program, operand: str) -> list[int]:
     return chain
 
 
+def _per_class(program: Program, name: str, code: int, build) -> dict[object, int]:
+    """``build(program, code)``, cached per code under ``name`` and shared by the codes of equal
+    step classes (``build`` must read only the step's class): the caller must not change it."""
+    cache = program.__dict__.setdefault(name, {})
+    hit = cache.get(code)
+    if hit is None:
+        shared = program.__dict__.setdefault(name + "_class", {})
+        step = program.class_of(code)
+        hit = shared.get(step)
+        if hit is None:
+            hit = shared[step] = build(program, code)
+        cache[code] = hit
+    return hit
+
+
 def step_busy(program: Program, code: int) -> dict[object, int]:
     """Cycles a step of class ``code`` occupies each resource: the unit, every port, the vector
     unit, (Little's law) the slots of every level whose window is that single step, and under
-    ``"bubble"`` the serial refill of :func:`_bubble` (computed once per class: the caller must
-    not change the answer)."""
-    cache = program.__dict__.setdefault("_twin_busy", {})
-    busy = cache.get(code)
-    if busy is None:
-        busy = cache[code] = _step_busy(program, code)
-        bubble = _bubble(program, code)
-        if bubble:
-            busy[_BUBBLE] = bubble
-    return busy
+    ``"bubble"`` the serial refill of :func:`_bubble` (once per class, :func:`_per_class`)."""
+    return _per_class(program, "_twin_busy", code, _busy_and_bubble)
+
+
+def _busy_and_bubble(program: Program, code: int) -> dict[object, int]:
+    busy, bubble = _step_busy(program, code), _bubble(program, code)
+    return {**busy, _BUBBLE: bubble} if bubble else busy
 
 
 def _plan(program: Program) -> tuple:
@@ -148,41 +159,31 @@ def _group_codes(program: Program, g: int, radix: int, outer: int) -> list[int]:
 
 def _downstream(program: Program, code: int) -> dict[object, int]:
     """The part of :func:`step_busy` that serves the output a step closes (epilogue, stores,
-    output slots): it follows the step's compute (cached per class)."""
-    cache = program.__dict__.setdefault("_twin_down", {})
-    down = cache.get(code)
-    if down is not None:
-        return down
-    step = program.class_of(code)
-    down = cache[code] = {}
+    output slots): it follows the step's compute (once per class, :func:`_per_class`)."""
+    return _per_class(program, "_twin_down", code, _build_downstream)
+
+
+def _build_downstream(program: Program, code: int) -> dict[object, int]:
+    step, down = program.class_of(code), {}
     if not step.closes_accumulator:
         return down
     busy = step_busy(program, code)
-    mem = program.memory
     for r in busy:
         if r == "vector" or (isinstance(r, tuple) and r[0] in ("acc", "cslots")):
             down[r] = busy[r]
     if ("acc",) in busy:  # only the hold beyond the step's own compute
         down[("acc",)] = busy[("acc",)] - math.ceil(step.compute_cycles / _acc_buffers(program))
+    return _store_ports(program, step, down)
+
+
+def _store_ports(program: Program, step, into: dict) -> dict:
+    """``into`` plus, per port, the cycles of the step's C hops (its output tile's stores)."""
+    mem = program.memory
     for j in _chain(program, "C"):
         link = program.links[j]
         for port, cycles in mem.port_cycles(link.src, link.dst, step.link_bytes[j]):
-            down[port] = down.get(port, 0) + cycles
-    return down
-
-
-def _port_totals(program: Program) -> tuple[dict, dict]:
-    """(load cycles, store cycles) per port over the whole matmul (cached)."""
-    totals = program.__dict__.get("_twin_ports")
-    if totals is None:
-        mem = program.memory
-        loads: dict[object, int] = defaultdict(int)
-        stores: dict[object, int] = defaultdict(int)
-        for link, nbytes in zip(program.links, program.link_bytes):
-            for port, cycles in mem.port_cycles(link.src, link.dst, nbytes):
-                (stores if link.operand == "C" else loads)[port] += cycles
-        totals = program.__dict__["_twin_ports"] = (dict(loads), dict(stores))
-    return totals
+            into[port] = into.get(port, 0) + cycles
+    return into
 
 
 def _acc_buffers(program: Program) -> int:
