@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -125,7 +125,8 @@ def _check_result(result: SimResult, source: str) -> None:
     backstop, raised before anything is printed or written)."""
     from accel_sim.report.io import check_finite
 
-    check_finite(result.to_dict(), f"{source} (result of {result.dataflow} on {result.gemm})")
+    fields_ = {f.name: getattr(result, f.name) for f in fields(result)}  # no deep copy: plain
+    check_finite(fields_, f"{source} (result of {result.dataflow} on {result.gemm})")
 
 
 def simulate(
