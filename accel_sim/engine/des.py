@@ -155,10 +155,9 @@ class _Mover(_Proc):
                     if eng.rec is not None:
                         dst = eng.program.arch.memory[self.link.dst].name
                         self.rec_begin(f"wait: free {dst} buffer", "wait", {"step": self.idx})
-                        yield wait
+                    yield wait
+                    if eng.rec is not None:
                         self.rec_end()
-                    else:
-                        yield wait
             ready = 0
             if nbytes:  # hold every port of the hop, release each after its own bytes passed
                 if eng.rec is not None:

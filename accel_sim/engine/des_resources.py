@@ -41,10 +41,10 @@ def relative(token: tuple[int, int], j: int, now: int) -> tuple[int, int]:
 class Slots:
     """``capacity`` buffer slots of one level for one operand (or the accumulator)."""
 
-    __slots__ = ("env", "level", "capacity", "waiters")
+    __slots__ = ("env", "level", "waiters")
 
     def __init__(self, env: simpy.Environment, capacity: int) -> None:
-        self.env, self.level, self.capacity = env, capacity, capacity
+        self.env, self.level = env, capacity  # free slots
         self.waiters: deque[simpy.Event] = deque()
 
     def take(self) -> simpy.Event | None:
