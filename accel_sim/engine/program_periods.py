@@ -96,26 +96,40 @@ class ClassPeriods:
             stride *= n
         return np.concatenate(points) if points else np.empty(0, dtype=np.int64)
 
+    @cached_property
+    def _loop_cycles(self) -> tuple[tuple[int, int], ...]:
+        """Per iterating loop (count > 1): (count n, stride s: the steps of one of its indices);
+        its digit repeats every s·n steps."""
+        out, stride = [], 1
+        for n in reversed(self.count):
+            if n > 1:
+                out.append((n, stride))
+            stride *= n
+        return tuple(out)
+
     def _first_mismatch(self, lo: int, period: int) -> int:
-        """Both code(x) and code(x − period) are constant between their change points, so only
-        ``lo`` and those points need comparing — O(boundaries), not O(steps)."""
-        x = max(lo, period)
-        chunk = 256
-        while x < self.n_steps:
-            hi = min(self.n_steps, x + chunk)
-            chunk = min(chunk, self._chunk_limit(period))
-            hi = min(self.n_steps, x + chunk)
-            candidates = np.sort(np.concatenate((
-                np.array([x], dtype=np.int64),
-                self._change_points(x, hi, period),
-                self._change_points(x - period, hi - period, period) + period,
-            )))  # fmt: skip
-            diff = np.nonzero(self.codes_at(candidates, False)
-                              != self.codes_at(candidates - period, False))[0]  # fmt: skip
-            if diff.size:
-                return int(candidates[diff[0]])
-            x, chunk = hi, chunk * 8
-        return self.n_steps
+        """Closed form, O(loops): loop i's digit differs at x and x − period on a set of steps
+        that repeats every s·n steps (its whole cycle) and changes only where either side's
+        index enters 0, 1 or n − 1 (its class changes). So the first such x ≥ x0 is among x0
+        and those ≤ 6 entry points in [x0, x0 + s·n), or there is none; the answer is the
+        least over the loops."""
+        x0 = max(lo, period)
+        best = self.n_steps
+        for n, s in self._loop_cycles:
+            cycle = s * n
+            if period % cycle == 0 or x0 >= best:
+                continue  # aligned: equal digits at x and x − period
+            points = {x0}
+            for r in {0, 1, n - 1}:
+                points.add(x0 + (r * s - x0) % cycle)
+                points.add(x0 + (r * s + period - x0) % cycle)
+            for x in sorted(points):
+                if x >= best:
+                    break
+                if _class_of((x // s) % n, n) != _class_of(((x - period) // s) % n, n):
+                    best = x
+                    break
+        return best
 
     def match_end(self, lo: int, period: int, stop: int | None = None) -> int:
         """A step F ≥ ``lo`` such that every step x in [lo, F) has the same *class* as step
@@ -128,11 +142,16 @@ class ClassPeriods:
         digit although no window or edge tells them apart; from there the classes themselves
         (canonical codes) are compared (:meth:`class_mismatch`)."""
         stop = self.n_steps if stop is None else min(stop, self.n_steps)
-        if stop - lo <= 256:  # a short stretch: step by step beats the vectorised search
-            canon, code = self.canonical_list, self.code
-            for x in range(lo, stop):
-                if canon[code(x)] != canon[code(x - period)]:
-                    return x
+        if stop - lo <= 256:  # a short stretch: from one raw mismatch to the next
+            canon, code, x = self.canonical_list, self.code, lo
+            for _ in range(8):
+                x = self._first_mismatch(x, period)
+                if x >= stop or canon[code(x)] != canon[code(x - period)]:
+                    return min(x, stop)
+                x += 1  # equal classes despite different digits
+            for y in range(x, stop):  # dense raw mismatches: step by step
+                if canon[code(y)] != canon[code(y - period)]:
+                    return y
             return stop
         cached = self._match.get((period, stop))
         if cached is not None and cached[0] <= lo <= cached[1]:
@@ -258,14 +277,3 @@ class ClassPeriods:
                 return hi, spent  # [s, hi) checked: a safe answer (hi < e reads as a mismatch)
             x, chunk = hi, chunk * 4
         return e, spent
-
-    def _chunk_limit(self, period: int) -> int:
-        """The largest look-ahead window whose change points number at most ~2²⁰: a loop of
-        count n and stride s has 3 points per s·n steps."""
-        limit = 1 << 62
-        stride = 1
-        for n in reversed(self.count):
-            if n > 1 and period % (stride * n):
-                limit = min(limit, max(stride * n, (1 << 20) * stride * n // 3))
-            stride *= n
-        return limit
