@@ -180,7 +180,15 @@ class ClassPeriods:
         cached = self._class_mismatch.get(key)
         if cached is not None:
             return cached
-        x, spent, chunk = x0, 0, 4096
+        if len(self._class_mismatch) > 4096:
+            self._class_mismatch.clear()
+        x = x0
+        for _ in range(16):  # sparse raw mismatches: hop from one to the next (closed form)
+            x = self._first_mismatch(x + 1, period)
+            if x >= stop or table[self.code(x)] != table[self.code(x - period)]:
+                self._class_mismatch[key] = found = min(x, stop)
+                return found
+        spent, chunk = 0, 4096
         found = None
         while found is None and x < stop and spent < budget:
             hi = min(stop, x + chunk)
@@ -202,8 +210,6 @@ class ClassPeriods:
                 x, chunk = hi, chunk * 4
         if found is None:
             found = x
-        if len(self._class_mismatch) > 4096:
-            self._class_mismatch.clear()
         self._class_mismatch[key] = found
         return found
 
