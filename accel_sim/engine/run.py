@@ -29,6 +29,7 @@ from accel_sim.arch.schema import Arch
 from accel_sim.dataflow.plan import ComparatorOp, MatmulOp, Plan, TransferOp, VectorOp, unit_of
 from accel_sim.engine.chip import simulate_matmul, stream_view
 from accel_sim.engine.counts import ActionCounts
+from accel_sim.engine.gc_pause import gc_paused
 from accel_sim.engine.memory import MemorySystem
 from accel_sim.engine.schedule import Schedule, schedule_plan
 from accel_sim.errors import UserInputError
@@ -204,6 +205,11 @@ def run_plan(arch: Arch, plan: Plan, engine: str = "des", collapse: bool = True,
     """
     if engine not in ("des", "twin"):
         raise UserInputError("engine", f"must be 'des' or 'twin', got {engine!r}")
+    with gc_paused():
+        return _run_plan(arch, plan, engine, collapse, overlap)
+
+
+def _run_plan(arch: Arch, plan: Plan, engine: str, collapse: bool, overlap: bool) -> PlanResult:
     results = []
     for op in plan.ops:
         if isinstance(op, MatmulOp):
