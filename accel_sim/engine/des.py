@@ -417,4 +417,10 @@ def simulate_program(program: Program, collapse: bool = True, recorder=None) -> 
     ``recorder``: an object receiving the run's activity for a timeline
     (:class:`accel_sim.report.timeline.Recorder`); ``None`` (the default) records nothing and
     costs one ``None`` check per hook. The result is the same either way."""
-    return _Engine(program, collapse, recorder).run()
+    engine = _Engine(program, collapse, recorder)
+    try:
+        return engine.run()
+    finally:
+        # the engine and its processes reference each other: drop what they hold (the
+        # collapse's fingerprints above all) so reference counting frees it, not a GC pass
+        engine.__dict__.clear()
