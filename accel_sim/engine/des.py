@@ -112,7 +112,8 @@ class _Mover(_Proc):
         self.latency = prog.memory.latency(link.src)
         self.upstream, self.up_slots, self.down_slots = upstream, up_slots, down_slots
         self.out_store, self.last_index = out_store, last_index
-        self._plans: dict[int, tuple] = {}  # per step class: what this hop does (_plan)
+        self._plans: dict[int, tuple] = {}  # per raw class code: what this hop does (_plan)
+        self._by_class: dict[object, tuple] = {}  # the same per step class
         self.track = f"{link.label(prog.arch)} {link.operand}"
         self.process = self.env.process(self.run())
 
@@ -122,15 +123,22 @@ class _Mover(_Proc):
         global order, so no two hops wait on each other in a cycle —, release order)."""
         plan = self._plans.get(code)
         if plan is None:
-            eng, step = self.engine, self.engine.program.class_of(code)
-            nbytes = step.link_bytes[self.j]
-            hops = eng.program.memory.port_cycles(self.link.src, self.link.dst, nbytes)
-            ports = tuple((f"port{port}", eng.ports[port], cycles) for port, cycles in hops)
-            order = tuple(sorted(range(len(ports)), key=lambda i: ports[i][2]))
-            opens = self.down_slots is not None and step.opens[self.j]
-            closes = self.up_slots is not None and step.closes_src[self.j]
-            plan = self._plans[code] = (opens, nbytes, closes, ports, order)
+            step = self.engine.program.class_of(code)
+            plan = self._by_class.get(step)
+            if plan is None:  # raw codes of equal step classes share their plan
+                plan = self._by_class[step] = self._build_plan(step)
+            self._plans[code] = plan
         return plan
+
+    def _build_plan(self, step) -> tuple:
+        eng = self.engine
+        nbytes = step.link_bytes[self.j]
+        hops = eng.program.memory.port_cycles(self.link.src, self.link.dst, nbytes)
+        ports = tuple((f"port{port}", eng.ports[port], cycles) for port, cycles in hops)
+        order = tuple(sorted(range(len(ports)), key=lambda i: ports[i][2]))
+        opens = self.down_slots is not None and step.opens[self.j]
+        closes = self.up_slots is not None and step.closes_src[self.j]
+        return (opens, nbytes, closes, ports, order)
 
     def run(self):
         eng, env, code_of = self.engine, self.env, self.engine.program.code
