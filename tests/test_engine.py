@@ -174,3 +174,49 @@ def test_first_mismatch_matches_brute_force(M, K, N, count, data):
     lo = data.draw(st.integers(period, max(period, n)))
     expected = next((x for x in range(max(lo, period), n) if codes[x] != codes[x - period]), n)
     assert program._first_mismatch(lo, period) == expected
+
+
+@settings(max_examples=40, deadline=None)
+@given(M=st.sampled_from([16, 100, 2048]), K=st.sampled_from([64, 300, 4096]),
+       N=st.sampled_from([50, 512, 4096]), count=st.integers(1, 3), span=st.integers(0, 600),
+       data=st.data())  # fmt: skip
+def test_match_end_matches_brute_force(M, K, N, count, span, data):
+    """The collapse's class look-ahead (raw mismatches hopped in closed form, then the classes
+    compared) finds the first step whose class differs from the step a period before, as a scan
+    of every step's class does; a long search may stop early, never late."""
+    import numpy as np
+
+    program = mapped_program(load_arch(CUBE), _op(M, K, N, "int8", count=count))
+    n = program.n_steps
+    classes = program.codes_at(np.arange(n))
+    period = data.draw(st.integers(1, max(1, n - 1)))
+    lo = data.draw(st.integers(period, max(period, n)))
+    stop = min(n, lo + span)
+    expected = next((x for x in range(lo, stop) if classes[x] != classes[x - period]), stop)
+    found = program.match_end(lo, period, stop)
+    assert found <= expected
+    if stop - lo <= 256:  # short stretches are searched to the end
+        assert found == expected
+    assert all(classes[x] == classes[x - period] for x in range(lo, found))
+
+
+def test_gc_paused_restores_the_collector_state():
+    """The engine pauses the cyclic collector only inside a run and leaves it as it found it
+    (on, or off when the caller had turned it off), also when the run raises."""
+    import gc
+
+    from accel_sim.engine.gc_pause import gc_paused
+
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError):
+        with gc_paused():
+            assert not gc.isenabled()
+            raise RuntimeError
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
