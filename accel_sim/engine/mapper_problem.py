@@ -135,31 +135,30 @@ class _Space:
                 return level.name, need, level.capacity_bytes
         return None
 
-    def fits(self, exts: list[tuple[int, int, int]]) -> list[bool]:
-        """Per extents ``m×k×n`` (clipped to the GEMM): whether every on-chip level holds
-        double-buffered step tiles of what it stages (:meth:`shortfall` is None). Vectorised:
-        the element bytes are :func:`tile_bytes`'s, in the same float operations, plus each
-        tile's block scales (:func:`operand_bytes`), exact per extents."""
-        if not exts:
-            return []
-        m, k, n = np.array(exts, dtype=np.int64).T
+    def fits_grid(self, ms: list[int], ks: list[int], ns: list[int]) -> np.ndarray:
+        """Per extents ``m×k×n`` of the grid ``ms × ks × ns`` (clipped to the GEMM), whether
+        every on-chip level holds double-buffered step tiles of what it stages (:meth:`shortfall`
+        is None), as a boolean array of shape (len(ms), len(ks), len(ns)). Vectorised by
+        broadcasting: the element bytes are :func:`tile_bytes`'s, in the same float operations,
+        plus each tile's block scales (:func:`operand_bytes`), exact per extents."""
+        m = np.array(ms, dtype=np.int64)[:, None, None]
+        k = np.array(ks, dtype=np.int64)[None, :, None]
+        n = np.array(ns, dtype=np.int64)[None, None, :]
 
         def nbytes(rows, cols, bits):  # tile_bytes, element-wise
             return np.ceil(rows * cols * bits / 8).astype(np.int64)
 
-        def with_scales(elements, operand, shapes):  # + operand_bytes' block scales
-            scales = self.op.scales(operand)
-            if scales is None or not scales.block:
-                return elements
-            memo: dict[tuple[int, int], int] = {}  # the same shapes recur along the third dim
-            extra = [memo[s] if s in memo else memo.setdefault(s, scale_bytes(self.op, operand, *s))
-                     for s in shapes]  # fmt: skip
-            return elements + np.array(extra, dtype=np.int64)
+        def scales(operand, rows, cols):  # operand_bytes' block scales per (rows, cols)
+            sc = self.op.scales(operand)
+            if sc is None or not sc.block:
+                return np.zeros((len(rows), len(cols)), dtype=np.int64)
+            return np.array([[scale_bytes(self.op, operand, r, c) for c in cols] for r in rows],
+                            dtype=np.int64)  # fmt: skip
 
-        a = with_scales(nbytes(m, k, self.op.a_bits), "A", [(e[0], e[1]) for e in exts])
-        b = with_scales(nbytes(k, n, self.op.b_bits), "B", [(e[1], e[2]) for e in exts])
+        a = nbytes(m, k, self.op.a_bits) + scales("A", ms, ks)[:, :, None]
+        b = nbytes(k, n, self.op.b_bits) + scales("B", ks, ns)[None, :, :]
         c, acc = nbytes(m, n, self.op.c_bits), nbytes(m, n, self.op.accumulator_bits)
-        ok = np.ones(len(exts), dtype=bool)
+        ok = np.ones((len(ms), len(ks), len(ns)), dtype=bool)
         for capacity, c_buffers, innermost_c, a_slots, b_slots in self._fit_levels:
             ok &= c_buffers * (acc if innermost_c else c) + a_slots * a + b_slots * b <= capacity
-        return ok.tolist()
+        return ok

@@ -16,6 +16,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from accel_sim.arch.schema import Arch
 from accel_sim.arch.units.base import StepTile
 from accel_sim.dataflow.plan import MatmulOp
@@ -252,12 +254,19 @@ def _search_tiles(space: _Space) -> list[StepTile]:
     block of the streamed operand stay resident across the other dimension's tiles; of tiles with
     the same extents, the smallest."""
     op = space.op
-    by_ext: dict[tuple[int, int, int], StepTile] = {}
-    for t in sorted(space.unit.step_tiles(op.M, op.K, op.N, space.rate),
-                    key=lambda t: (t.tm, t.tk, t.tn)):  # fmt: skip
-        by_ext.setdefault((min(t.tm, op.M), min(t.tk, op.K), min(t.tn, op.N)), t)
+    # per dimension: each extent (clipped to the GEMM) and the smallest step size giving it
+    # (the unit's step tiles are every combination of its sizes per dimension)
+    smallest = []
+    dims = space.unit.step_dims(op.M, op.K, op.N, space.rate)
+    for sizes, limit in zip(dims, (op.M, op.K, op.N)):
+        ext: dict[int, int] = {}
+        for size in sorted(sizes):
+            ext.setdefault(min(size, limit), size)
+        smallest.append(ext)
+    grid = [list(ext) for ext in smallest]
     # whether a tile fits depends on its extents
-    exts = [e for e, ok in zip(by_ext, space.fits(list(by_ext))) if ok]
+    exts = [(grid[0][i], grid[1][j], grid[2][k])
+            for i, j, k in np.argwhere(space.fits_grid(*grid)).tolist()]  # fmt: skip
     # a tile covered by another is covered by a maximal one, which comes first in this order
     maximal: list[tuple[int, int, int]] = []
     for e in sorted(exts, reverse=True):
@@ -277,7 +286,7 @@ def _search_tiles(space: _Space) -> list[StepTile]:
                 smaller = [v for v in along[d][rest] if v <= e[d] // div]
                 if smaller:
                     keep.add(e[:d] + (max(smaller),) + e[d + 1 :])
-    return [by_ext[e] for e in sorted(keep)]
+    return [StepTile(smallest[0][m], smallest[1][k], smallest[2][n]) for m, k, n in sorted(keep)]
 
 
 def _nests(space: _Space, costs: _TileCosts):

@@ -84,9 +84,16 @@ class ComputeUnit(Strict):
     def fp16_macs_per_cycle(self) -> int:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def step_tiles(self, M: int, K: int, N: int, rate: int) -> list[StepTile]:
-        """Candidate step tiles for an ``M×K×N`` matmul at ``rate`` (the mapper's unit space)."""
+    def step_dims(self, M: int, K: int, N: int, rate: int) -> tuple[list[int], ...]:
+        """Candidate step sizes along m, k and n (elements, ascending) for an ``M×K×N`` matmul
+        at ``rate``: the unit's step tiles are every combination (:meth:`step_tiles`)."""
         raise NotImplementedError  # pragma: no cover
+
+    def step_tiles(self, M: int, K: int, N: int, rate: int) -> list[StepTile]:
+        """Candidate step tiles for an ``M×K×N`` matmul at ``rate`` (the mapper's unit space):
+        every combination of :meth:`step_dims`, m outermost."""
+        ms, ks, ns = self.step_dims(M, K, N, rate)
+        return [StepTile(tm, tk, tn) for tm in ms for tk in ks for tn in ns]
 
     def step_cycles(self, tile: StepTile, rate: int, m: int, k: int, n: int) -> int:
         """Cycles the unit is busy on one step of actual extents ``m×k×n`` (≤ the tile)."""

@@ -166,9 +166,9 @@ class BitSliceArray(ComputeUnit):
         return tuple(f"decode_{d}" for d in DECODERS)
 
     # ------------------------------------------------------------------ mapping and timing
-    def step_tiles(self, M: int, K: int, N: int, rate: int) -> list[StepTile]:
+    def step_dims(self, M: int, K: int, N: int, rate: int) -> tuple[list[int], ...]:
         # W stationary R×C (one weight element per PE at every precision); rows of X stream
-        return [StepTile(t, self.rows, self.cols) for t in pow2_multiples(1, M)]
+        return pow2_multiples(1, M), [self.rows], [self.cols]
 
     def streamed_dim(self) -> str:
         return "m"  # rows of X stream through the stationary W slices

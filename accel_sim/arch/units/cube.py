@@ -33,13 +33,9 @@ class CubeUnit(ComputeUnit):
     def fp16_macs_per_cycle(self) -> int:
         return self.block_m * self.block_k * self.block_n
 
-    def step_tiles(self, M: int, K: int, N: int, rate: int) -> list[StepTile]:
-        return [
-            StepTile(tm, tk, tn)
-            for tm in pow2_multiples(self.block_m, M)
-            for tk in pow2_multiples(self.block_k * rate, K)
-            for tn in pow2_multiples(self.block_n, N)
-        ]
+    def step_dims(self, M: int, K: int, N: int, rate: int) -> tuple[list[int], ...]:
+        return (pow2_multiples(self.block_m, M), pow2_multiples(self.block_k * rate, K),
+                pow2_multiples(self.block_n, N))  # fmt: skip
 
     def step_cycles(self, tile: StepTile, rate: int, m: int, k: int, n: int) -> int:
         return (

@@ -39,13 +39,13 @@ class SystolicArray(ComputeUnit):
     def fp16_macs_per_cycle(self) -> int:
         return self.rows * self.cols
 
-    def step_tiles(self, M: int, K: int, N: int, rate: int) -> list[StepTile]:
+    def step_dims(self, M: int, K: int, N: int, rate: int) -> tuple[list[int], ...]:
         R, C = self.rows, self.cols
         if self.dataflow == "ws":  # B stationary (r·R)×C; A streams rows of M
-            return [StepTile(t, rate * R, C) for t in pow2_multiples(1, M)]
+            return pow2_multiples(1, M), [rate * R], [C]
         if self.dataflow == "is":  # A stationary; B streams columns of N
-            return [StepTile(C, rate * R, t) for t in pow2_multiples(1, N)]
-        return [StepTile(R, t, C) for t in pow2_multiples(rate, K)]  # OS: K streams
+            return [C], [rate * R], pow2_multiples(1, N)
+        return [R], pow2_multiples(rate, K), [C]  # OS: K streams
 
     def streamed_dim(self) -> str:
         return {"ws": "m", "is": "n", "os": "k"}[self.dataflow]
