@@ -220,3 +220,15 @@ def test_gc_paused_restores_the_collector_state():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+@settings(max_examples=30, deadline=None)
+@given(arch=st.sampled_from(["ascend_like_cube", "systolic_32x32_ws", "edge_npu_int8"]),
+       M=st.integers(1, 5000), K=st.integers(1, 5000), N=st.integers(1, 5000),
+       count=st.integers(1, 3))  # fmt: skip
+def test_step_classes_shared_by_flags_equal_their_own(arch, M, K, N, count):
+    """Codes that agree on the loop flags a step class reads share one class object; each is
+    the class built from the code's own first/last flags."""
+    program = mapped_program(load_arch(arch), _op(M, K, N, "int8", count=count))
+    for code in program.multiplicity:
+        assert program.class_of(code) == program._build_class(*program._masks(code))

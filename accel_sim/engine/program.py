@@ -159,6 +159,7 @@ class Program(ClassPeriods):
         self.links = self._links()
         self.inner = {x: self.memory.index[arch.path(x)[-1].name] for x in "ABC"}
         self._classes: dict[int, StepClass] = {}
+        self._by_flags: dict[tuple[int, int, bool], StepClass] = {}
         self._codes: dict[int, int] = {}
         self._window: dict[tuple[str, int], tuple[int, tuple[int, ...]]] = {}
         self._mismatch: dict[int, tuple[int, int]] = {}
@@ -206,8 +207,34 @@ class Program(ClassPeriods):
     def class_of(self, code: int) -> StepClass:
         cached = self._classes.get(code)
         if cached is None:
-            cached = self._classes[code] = self._build_class(code)
+            # a class reads its loops' first/last flags only through a few masks
+            # (:attr:`_relevant`): codes equal on those share one (built once)
+            first, last = self._masks(code)
+            on_first, on_last, everything = self._relevant
+            key = (first & on_first, last & on_last, last == everything)
+            cached = self._by_flags.get(key)
+            if cached is None:
+                cached = self._by_flags[key] = self._build_class(first, last)
+            self._classes[code] = cached
         return cached
+
+    @cached_property
+    def _relevant(self) -> tuple[int, int, int]:
+        """(loops whose first-index flag :meth:`_build_class` reads, those whose last-index flag
+        it reads, all loops): every test there is ``mask & ~first`` or ``mask & ~last`` for a
+        mask of :attr:`_link_plan`, :attr:`_class_plan` or :attr:`_dim_masks` (the edge
+        extents), plus whether every loop is at its last index (the once-per-matmul cycles)."""
+        acc_in, k_loops, a_in, b_in, _ = self._class_plan
+        on_first = on_last = acc_in | k_loops
+        on_last |= a_in | b_in
+        for operand, _, _, dst_in, others, src_in, _ in self._link_plan:
+            if operand != "C":
+                on_first |= dst_in | others
+                if src_in is not None:
+                    on_last |= src_in
+        for mask in self._dim_masks:
+            on_last |= mask
+        return on_first, on_last, (1 << len(self.loops)) - 1
 
     def extents(self, code: int) -> dict[str, int]:
         """Actual step extents (elements) per dim: a dim's last tile is short when every loop
@@ -298,10 +325,9 @@ class Program(ClassPeriods):
                 self._inside(self.window("B", inner["B"])[0]),
                 self.unit.once_cycles(self.mapping.tile, self.rate))  # fmt: skip
 
-    def _build_class(self, code: int) -> StepClass:
+    def _build_class(self, first: int, last: int) -> StepClass:
         # a set of loops is all at its first (last) index when its mask has no bit outside
-        # ``first`` (``last``); no loop inside the outermost: every loop
-        first, last = self._masks(code)
+        # ``first`` (``last``, masks of :meth:`_masks`); no loop inside the outermost: every loop
         ext, nbytes, cycles, outputs = self._edge_data(last)
         acc_in, k_loops, a_in, b_in, once = self._class_plan
         acc_open, acc_close = not (acc_in & ~first), not (acc_in & ~last)
