@@ -29,6 +29,7 @@ from collections import defaultdict
 from accel_sim.engine.program import Program
 from accel_sim.engine.twin_chains import _bounds, _store_bound, load_bound
 from accel_sim.engine.twin_groups import _prefetch_idle, _slot_chains, _turnover
+from accel_sim.engine.twin_prefetch import prefetch_saving
 from accel_sim.engine.twin_steps import (  # noqa: F401 - step_busy, output_tiles: public here too
     _BUBBLE,
     _chain,
@@ -129,6 +130,7 @@ def body_cycles(program: Program, fill: int = 0, ports: dict | None = None) -> i
     )
     total = head + sum(span(b) - span(groups[o][1]) for o, b in adjusted.items() if o != first)
     total += sum(k * span(b) for o, (k, b) in groups.items()) - span(groups[first][1])
+    total -= prefetch_saving(program, g, radix, groups, adjusted, first)
     return total - fill
 
 
