@@ -109,18 +109,18 @@ def _load_ports(program: Program) -> set:
 
 
 def prefetch_saving(program: Program, g: int, radix: int, groups: dict, adjusted: dict,
-                    first: int) -> float:  # fmt: skip
+                    first: int) -> float | int:  # fmt: skip
     """How much less than the sum of the groups' spans (all but the first, whose head
     ``body_cycles`` costs) the groups take when windows spanning groups load ahead and, with K
     above the block loop, the outputs' way out lags the compute (the recurrence above; 0 when
     neither can happen). ``groups``: per group class (count, busy); ``adjusted``: the classes
     whose busy the first group and the drain changed."""
     if g <= 0:
-        return 0.0
+        return 0
     leads = _leads(program, g)
     lag = _output_lag(program, g)
     if not leads and not lag:
-        return 0.0
+        return 0
     mem, links = program.memory, _plan(program)[0]
     shared = {p for j in leads for p in mem.hop_ports(*links[j])}
     movable = shared | ({r for _, b in groups.values() for r in b if _downstream_resource(r)}
@@ -130,11 +130,11 @@ def prefetch_saving(program: Program, g: int, radix: int, groups: dict, adjusted
         if o != first and max((r for r in busy if r != _BUBBLE), key=busy.get) in movable:
             break
     else:
-        return 0.0  # no group's busiest resource can move: the plain sum
+        return 0  # no group's busiest resource can move: the plain sum
     parts = {o: _split(program, g, radix, o, adjusted.get(o, b), leads, shared, lag > 0)
              for o, (_, b) in groups.items()}  # fmt: skip
     if not any(_may_gain(part) for o, part in parts.items() if o != first):
-        return 0.0  # every group's span is set by work that cannot move: the plain sum
+        return 0  # every group's span is set by work that cannot move: the plain sum
     depth = max(leads.values(), default=1)
     # the ends of the last ``depth`` groups (oldest first); per port when it finished and
     # before when the next groups' early loads may not start; per downstream resource when it
@@ -146,7 +146,7 @@ def prefetch_saving(program: Program, g: int, radix: int, groups: dict, adjusted
     once += sum(3 * program._radix[i] for i in range(g + 1, len(program.count)))
     _walk(program, loops, 0, once, parts, state)
     end = max([state["ends"][-1]] + [h[-1] for h in state["down"].values()])
-    return state["plain"] - end
+    return state["plain"] - end or 0  # (an int when nothing moves, as the plain sum)
 
 
 def _may_gain(part: tuple) -> bool:
