@@ -70,10 +70,12 @@ def body_cycles(program: Program, fill: int = 0, ports: dict | None = None) -> i
         busy = entry[1]
         for resource, cycles in step_busy(program, code).items():
             busy[resource] += cycles * times
+    turnovers: dict[int, dict] = {}
     if g >= 0 and program.count[g] > 1:
         for outer, (_, busy) in groups.items():
             extra = _prefetch_idle(program, g, radix, outer, busy)  # on the group's own work
-            for port, idle in _turnover(program, g, radix, outer).items():
+            turnovers[outer] = _turnover(program, g, radix, outer)
+            for port, idle in turnovers[outer].items():
                 busy[port] += idle
             for slots, chain in _slot_chains(program, g, radix, outer).items():
                 busy[slots] = max(busy[slots], chain)
@@ -97,6 +99,12 @@ def body_cycles(program: Program, fill: int = 0, ports: dict | None = None) -> i
         busy = adjusted.setdefault(last_group, dict(groups[last_group][1]))
         for resource, cycles in _downstream(program, program.code(i)).items():
             busy[resource] -= cycles
+    # the last group: no next group's tile waits for a slot (the head's loads, if it is first)
+    last_turnover = turnovers.get(last_group, {})
+    if last_turnover and last_group != outer_of(program.code(0)):
+        busy = adjusted.setdefault(last_group, dict(groups[last_group][1]))
+        for port, idle in last_turnover.items():
+            busy[port] -= idle
     if not spill:  # no group loop: the last step's way out is still in its group
         busy = adjusted.setdefault(last_group, dict(groups[last_group][1]))
         for resource, cycles in _downstream(program, program.code(n - 1)).items():
@@ -115,6 +123,9 @@ def body_cycles(program: Program, fill: int = 0, ports: dict | None = None) -> i
     for resource, cycles in spill.get(first, {}).items():  # already the next group's
         down[resource] -= cycles
     loads = {r: c - down.get(r, 0) for r, c in busy.items() if r not in (_BUBBLE, "compute")}
+    if first == last_group:
+        for port, idle in last_turnover.items():
+            loads[port] -= idle
     compute = busy["compute"] + busy.get(_BUBBLE, 0)
     first_compute = program.step_at(0).compute_cycles
     # a load port's last tile of the group takes the way in the first took: from the end of
