@@ -64,13 +64,14 @@ def _split(program: Program, g: int, radix: int, outer: int, busy: dict, leads: 
     prefetched hops use); the downstream resources (epilogue, output slots, ports only stores
     use) apart from W when ``lagged``."""
     mem, links = program.memory, _plan(program)[0]
+    hops = [hop[0] for hop in _plan(program)[1]]
     pre: dict = {}
     lag: dict = {}
     loads: set = set()  # ports the group's own loads use
     for code in _group_codes(program, g, radix, outer):
         step = program.class_of(code)
         times = _digit_count(program.count[g], (code // radix) % 4)
-        for j, *_ in _plan(program)[1]:
+        for j in hops:
             if not step.link_bytes[j]:
                 continue
             d = leads.get(j)
@@ -115,8 +116,16 @@ def prefetch_saving(program: Program, g: int, radix: int, groups: dict, adjusted
     above the block loop, the outputs' way out lags the compute (the recurrence above; 0 when
     neither can happen). ``groups``: per group class (count, busy); ``adjusted``: the classes
     whose busy the first group and the drain changed."""
-    if g <= 0:
+    if g <= 0 or len(groups) < 2:
         return 0
+    busiest, bubbles = set(), False
+    for o, (_, busy) in groups.items():
+        if o != first:
+            busy = adjusted.get(o, busy)
+            busiest.add(max((r for r in busy if r != _BUBBLE), key=busy.get))
+            bubbles = bubbles or busy.get(_BUBBLE, 0) > 0
+    if len(busiest) == 1 and not bubbles:
+        return 0  # one resource paces every group back to back: the plain sum
     leads = _leads(program, g)
     lag = _output_lag(program, g)
     if not leads and not lag:
@@ -125,11 +134,7 @@ def prefetch_saving(program: Program, g: int, radix: int, groups: dict, adjusted
     shared = {p for j in leads for p in mem.hop_ports(*links[j])}
     movable = shared | ({r for _, b in groups.values() for r in b if _downstream_resource(r)}
                         - _load_ports(program) if lag else set())  # fmt: skip
-    for o, (_, busy) in groups.items():
-        busy = adjusted.get(o, busy)
-        if o != first and max((r for r in busy if r != _BUBBLE), key=busy.get) in movable:
-            break
-    else:
+    if not busiest & movable:
         return 0  # no group's busiest resource can move: the plain sum
     parts = {o: _split(program, g, radix, o, adjusted.get(o, b), leads, shared, lag > 0)
              for o, (_, b) in groups.items()}  # fmt: skip
