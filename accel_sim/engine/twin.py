@@ -12,7 +12,9 @@ inputs are usable (its A and B hops list-scheduled on the ports they share), the
 loads start at time 0 (the fill is their first part), and ``drain`` is the last two output
 tiles' way out (epilogue, every C hop) as a two-job flow shop. A level whose window is a single
 step also bounds the period by its slots (Little's law), and a group ending in a short step
-idles the port until the slot of the full step before comes free (:func:`_turnover`).
+idles the port until the slot of the full step before comes free (:func:`_turnover`). Loads of
+windows spanning groups may start groups early (``twin_prefetch.py``: a recurrence over the
+groups gives back what the plain sum over-counts). Cycles throughout.
 
 The answer is the larger of that and a few chains of work that must run in sequence
 (:func:`_bounds`, :func:`_store_bound`): every load on a port then the last step's way in and
@@ -53,7 +55,9 @@ def body_cycles(program: Program, fill: int = 0, ports: dict | None = None) -> i
 
     Within one sweep of the innermost iterating loop (e.g. the K steps of one output tile) the
     token queues and double buffers let resources overlap freely, so the group takes as long as
-    its busiest resource; between groups nothing is carried over (a conservative cut). The last
+    its busiest resource; between groups only what windows spanning groups load ahead, and with
+    K above the block loop the outputs' lagging way out, is carried over (less the sum by
+    :func:`twin_prefetch.prefetch_saving`'s recurrence). The last
     output tile's way out (its epilogue, accumulator hold and stores) follows the last compute
     and is the drain's (:func:`_drain`), not the last group's. The first group starts with the
     fill (``fill``, and ``ports``: when each port finished its part of it, :func:`_fill`): its
