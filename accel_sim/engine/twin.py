@@ -12,7 +12,9 @@ inputs are usable (its A and B hops list-scheduled on the ports they share), the
 loads start at time 0 (the fill is their first part), and ``drain`` is the last two output
 tiles' way out (epilogue, every C hop) as a two-job flow shop. A level whose window is a single
 step also bounds the period by its slots (Little's law), and a group ending in a short step
-idles the port until the slot of the full step before comes free (:func:`_turnover`).
+idles the port until the slot of the full step before comes free (:func:`_turnover`). Loads of
+windows spanning groups may start groups early (``twin_prefetch.py``: a recurrence over the
+groups gives back what the plain sum over-counts). Cycles throughout.
 
 The answer is the larger of that and a few chains of work that must run in sequence
 (:func:`_bounds`, :func:`_store_bound`): every load on a port then the last step's way in and
@@ -29,6 +31,7 @@ from collections import defaultdict
 from accel_sim.engine.program import Program
 from accel_sim.engine.twin_chains import _bounds, _store_bound, load_bound
 from accel_sim.engine.twin_groups import _prefetch_idle, _slot_chains, _turnover
+from accel_sim.engine.twin_prefetch import prefetch_saving
 from accel_sim.engine.twin_steps import (  # noqa: F401 - step_busy, output_tiles: public here too
     _BUBBLE,
     _chain,
@@ -52,7 +55,9 @@ def body_cycles(program: Program, fill: int = 0, ports: dict | None = None) -> i
 
     Within one sweep of the innermost iterating loop (e.g. the K steps of one output tile) the
     token queues and double buffers let resources overlap freely, so the group takes as long as
-    its busiest resource; between groups nothing is carried over (a conservative cut). The last
+    its busiest resource; between groups only what windows spanning groups load ahead, and with
+    K above the block loop the outputs' lagging way out, is carried over (less the sum by
+    :func:`twin_prefetch.prefetch_saving`'s recurrence). The last
     output tile's way out (its epilogue, accumulator hold and stores) follows the last compute
     and is the drain's (:func:`_drain`), not the last group's. The first group starts with the
     fill (``fill``, and ``ports``: when each port finished its part of it, :func:`_fill`): its
@@ -69,10 +74,12 @@ def body_cycles(program: Program, fill: int = 0, ports: dict | None = None) -> i
         busy = entry[1]
         for resource, cycles in step_busy(program, code).items():
             busy[resource] += cycles * times
+    turnovers: dict[int, dict] = {}
     if g >= 0 and program.count[g] > 1:
         for outer, (_, busy) in groups.items():
             extra = _prefetch_idle(program, g, radix, outer, busy)  # on the group's own work
-            for port, idle in _turnover(program, g, radix, outer).items():
+            turnovers[outer] = _turnover(program, g, radix, outer)
+            for port, idle in turnovers[outer].items():
                 busy[port] += idle
             for slots, chain in _slot_chains(program, g, radix, outer).items():
                 busy[slots] = max(busy[slots], chain)
@@ -96,6 +103,12 @@ def body_cycles(program: Program, fill: int = 0, ports: dict | None = None) -> i
         busy = adjusted.setdefault(last_group, dict(groups[last_group][1]))
         for resource, cycles in _downstream(program, program.code(i)).items():
             busy[resource] -= cycles
+    # the last group: no next group's tile waits for a slot (the head's loads, if it is first)
+    last_turnover = turnovers.get(last_group, {})
+    if last_turnover and last_group != outer_of(program.code(0)):
+        busy = adjusted.setdefault(last_group, dict(groups[last_group][1]))
+        for port, idle in last_turnover.items():
+            busy[port] -= idle
     if not spill:  # no group loop: the last step's way out is still in its group
         busy = adjusted.setdefault(last_group, dict(groups[last_group][1]))
         for resource, cycles in _downstream(program, program.code(n - 1)).items():
@@ -114,6 +127,9 @@ def body_cycles(program: Program, fill: int = 0, ports: dict | None = None) -> i
     for resource, cycles in spill.get(first, {}).items():  # already the next group's
         down[resource] -= cycles
     loads = {r: c - down.get(r, 0) for r, c in busy.items() if r not in (_BUBBLE, "compute")}
+    if first == last_group:
+        for port, idle in last_turnover.items():
+            loads[port] -= idle
     compute = busy["compute"] + busy.get(_BUBBLE, 0)
     first_compute = program.step_at(0).compute_cycles
     # a load port's last tile of the group takes the way in the first took: from the end of
@@ -129,6 +145,7 @@ def body_cycles(program: Program, fill: int = 0, ports: dict | None = None) -> i
     )
     total = head + sum(span(b) - span(groups[o][1]) for o, b in adjusted.items() if o != first)
     total += sum(k * span(b) for o, (k, b) in groups.items()) - span(groups[first][1])
+    total -= prefetch_saving(program, g, radix, groups, adjusted, first)
     return total - fill
 
 

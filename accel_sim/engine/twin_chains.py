@@ -227,9 +227,12 @@ def _bounds(program: Program, fill: int, floor: int) -> int:
     if stream:
         # the pipeline of tiles with the streamed input schedules every transfer on the
         # stores' port but the other inputs': the per-group estimate can exceed it by at most
-        # those (its slot turnovers and bursts are the pipeline's own)
+        # those (its slot turnovers and bursts are the pipeline's own). A stream into an outer
+        # level passes the inner levels' slots, which the pipeline does not bound: no cap
         pipe = tile_pipeline(program, fill, {}, 0, max(0, after))
-        floor = max(pipe, min(floor, pipe + _unmodeled(program, stream[1])))
+        inner = _chain(program, program.links[stream[1]].operand)[-1] == stream[1]
+        cap = pipe + _unmodeled(program, stream[1]) if inner else floor
+        floor = max(pipe, min(floor, cap))
     best = max(floor, load_bound(program))
     if stream:
         return best
