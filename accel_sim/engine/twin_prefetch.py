@@ -229,6 +229,17 @@ def _shift(state: dict, cycles: float, plain: float) -> None:
     state["plain"] += plain
 
 
+def _steady(history: list, state: dict) -> bool:
+    """Whether the last two runs advanced the groups' end and the plain sum by the same
+    cycles: a state that drifts (a resource slower than the groups falling behind at a constant
+    rate) recurs only up to that drift, so the run's increment is extrapolated as after
+    :data:`_TRIES` runs, without waiting for them."""
+    if len(history) < 2:
+        return False
+    (_, e1, p1), (_, e2, p2) = history[-2:]
+    return state["ends"][-1] - e2 == e2 - e1 and state["plain"] - p2 == p2 - p1
+
+
 def _walk(program: Program, loops: list[int], k: int, code: int, parts: dict,
           state: dict) -> None:  # fmt: skip
     """Every group of loops ``loops[k:]`` (outermost first) under the class digits ``code`` of
@@ -245,8 +256,8 @@ def _walk(program: Program, loops: list[int], k: int, code: int, parts: dict,
         middle -= 1
         rel = _relative(state)
         period = next((p for p in range(1, len(history) + 1) if history[-p][0] == rel), 0)
-        if not period and len(history) >= _TRIES:
-            period = 1  # no recurrence yet: extrapolate the last run's increment
+        if not period and (len(history) >= _TRIES or _steady(history, state)):
+            period = 1  # no recurrence (yet): extrapolate the last run's increment
         if period and middle >= period:
             _, end, plain = history[-period]
             jumps = middle // period
