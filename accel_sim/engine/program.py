@@ -398,14 +398,27 @@ class Program(ClassPeriods):
 
     # -------------------------------------------------------------------- totals
     @cached_property
+    def _class_counts(self) -> list[tuple[StepClass, int]]:
+        """Each distinct step class (codes that share one, :meth:`class_of`) and its steps."""
+        counts: dict[int, list] = {}
+        for c, n in self.multiplicity.items():
+            cls = self.class_of(c)
+            entry = counts.get(id(cls))
+            if entry is None:
+                counts[id(cls)] = [cls, n]
+            else:
+                entry[1] += n
+        return [(cls, n) for cls, n in counts.values()]
+
+    @cached_property
     def compute_cycles(self) -> int:
-        return sum(n * self.class_of(c).compute_cycles for c, n in self.multiplicity.items())
+        return sum(n * cls.compute_cycles for cls, n in self._class_counts)
 
     @cached_property
     def link_bytes(self) -> tuple[int, ...]:
         """Total bytes over each link for the whole matmul."""
         totals = [0] * len(self.links)
-        for c, n in self.multiplicity.items():
-            for j, b in enumerate(self.class_of(c).link_bytes):
+        for cls, n in self._class_counts:
+            for j, b in enumerate(cls.link_bytes):
                 totals[j] += n * b
         return tuple(totals)
