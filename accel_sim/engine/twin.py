@@ -76,12 +76,20 @@ def body_cycles(program: Program, fill: int = 0, ports: dict | None = None) -> i
             busy[resource] += cycles * times
     turnovers: dict[int, dict] = {}
     if g >= 0 and program.count[g] > 1:
+        # a group's turnovers and slot chains read only its steps' classes: groups of the same
+        # classes (shared class objects, ``Program.class_of``) share them
+        memo: dict[tuple, tuple] = {}
         for outer, (_, busy) in groups.items():
             extra = _prefetch_idle(program, g, radix, outer, busy)  # on the group's own work
-            turnovers[outer] = _turnover(program, g, radix, outer)
-            for port, idle in turnovers[outer].items():
+            key = tuple(id(program.class_of(c)) for c in _group_codes(program, g, radix, outer))
+            hit = memo.get(key)
+            if hit is None:
+                hit = memo[key] = (_turnover(program, g, radix, outer),
+                                   _slot_chains(program, g, radix, outer))  # fmt: skip
+            turnovers[outer] = hit[0]
+            for port, idle in hit[0].items():
                 busy[port] += idle
-            for slots, chain in _slot_chains(program, g, radix, outer).items():
+            for slots, chain in hit[1].items():
                 busy[slots] = max(busy[slots], chain)
             for resource, idle in extra.items():
                 busy[resource] += idle
