@@ -160,6 +160,7 @@ class Program(ClassPeriods):
         self.inner = {x: self.memory.index[arch.path(x)[-1].name] for x in "ABC"}
         self._classes: dict[int, StepClass] = {}
         self._by_flags: dict[tuple[int, int, bool], StepClass] = {}
+        self._interned: dict[StepClass, StepClass] = {}
         self._codes: dict[int, int] = {}
         self._window: dict[tuple[str, int], tuple[int, tuple[int, ...]]] = {}
         self._mismatch: dict[int, tuple[int, int]] = {}
@@ -213,8 +214,9 @@ class Program(ClassPeriods):
             on_first, on_last, everything = self._relevant
             key = (first & on_first, last & on_last, last == everything)
             cached = self._by_flags.get(key)
-            if cached is None:
-                cached = self._by_flags[key] = self._build_class(first, last)
+            if cached is None:  # equal classes are one object (a cheap key for the twin's memos)
+                built = self._build_class(first, last)
+                cached = self._by_flags[key] = self._interned.setdefault(built, built)
             self._classes[code] = cached
         return cached
 

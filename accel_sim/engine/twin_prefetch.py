@@ -63,12 +63,35 @@ def _split(program: Program, g: int, radix: int, outer: int, busy: dict, leads: 
     resource: cycles}) from its ``busy`` totals, for every port of ``shared`` (those the
     prefetched hops use); the downstream resources (epilogue, output slots, ports only stores
     use) apart from W when ``lagged``."""
+    pre, lag, loads = _group_loads(program, g, radix, outer, leads)
+    down = {}
+    if lagged:
+        down = {r: c for r, c in busy.items() if r not in shared and _downstream_resource(r)}
+        down = {r: c for r, c in down.items() if r not in _load_ports(program)}
+    w = max((c for r, c in busy.items() if r != _BUBBLE and r not in shared and r not in down),
+            default=0)  # fmt: skip
+    ports = {p: (lag.get(p, 1), pre.get(p, 0), busy.get(p, 0) - pre.get(p, 0), p in loads)
+             for p in shared}  # fmt: skip
+    return w, busy.get(_BUBBLE, 0), ports, busy.get("compute", 0), down
+
+
+def _group_loads(program: Program, g: int, radix: int, outer: int, leads: dict) -> tuple:
+    """A group class's loads: per port the cycles of loads that may start early and their
+    least lead (groups), and every port its loads use. They read only the group's step
+    classes, so groups of the same classes (shared class objects, ``Program.class_of``) share
+    them (cached per program and ``leads``)."""
+    codes = _group_codes(program, g, radix, outer)
+    memo = program.__dict__.setdefault("_twin_group_loads", {})
+    key = (tuple(id(program.class_of(c)) for c in codes), tuple(leads.items()))
+    hit = memo.get(key)
+    if hit is not None:
+        return hit
     mem, links = program.memory, _plan(program)[0]
     hops = [hop[0] for hop in _plan(program)[1]]
     pre: dict = {}
     lag: dict = {}
     loads: set = set()  # ports the group's own loads use
-    for code in _group_codes(program, g, radix, outer):
+    for code in codes:
         step = program.class_of(code)
         times = _digit_count(program.count[g], (code // radix) % 4)
         for j in hops:
@@ -80,15 +103,8 @@ def _split(program: Program, g: int, radix: int, outer: int, busy: dict, leads: 
                 if d is not None:
                     pre[port] = pre.get(port, 0) + cycles * times
                     lag[port] = min(lag.get(port, d), d)
-    down = {}
-    if lagged:
-        down = {r: c for r, c in busy.items() if r not in shared and _downstream_resource(r)}
-        down = {r: c for r, c in down.items() if r not in _load_ports(program)}
-    w = max((c for r, c in busy.items() if r != _BUBBLE and r not in shared and r not in down),
-            default=0)  # fmt: skip
-    ports = {p: (lag.get(p, 1), pre.get(p, 0), busy.get(p, 0) - pre.get(p, 0), p in loads)
-             for p in shared}  # fmt: skip
-    return w, busy.get(_BUBBLE, 0), ports, busy.get("compute", 0), down
+    hit = memo[key] = (pre, lag, loads)
+    return hit
 
 
 def _downstream_resource(resource) -> bool:
