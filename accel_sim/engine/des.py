@@ -113,7 +113,7 @@ class _Mover(_Proc):
         self.upstream, self.up_slots, self.down_slots = upstream, up_slots, down_slots
         self.out_store, self.last_index = out_store, last_index
         self._plans: dict[int, tuple] = {}  # per raw class code: what this hop does (_plan)
-        self._by_class: dict[object, tuple] = {}  # the same per step class
+        self._by_class: dict[int, tuple] = {}  # the same per step class (by identity)
         self.track = f"{link.label(prog.arch)} {link.operand}"
         self.process = self.env.process(self.run())
 
@@ -124,9 +124,9 @@ class _Mover(_Proc):
         plan = self._plans.get(code)
         if plan is None:
             step = self.engine.program.class_of(code)
-            plan = self._by_class.get(step)
+            plan = self._by_class.get(id(step))  # (equal classes are one object)
             if plan is None:  # raw codes of equal step classes share their plan
-                plan = self._by_class[step] = self._build_plan(step)
+                plan = self._by_class[id(step)] = self._build_plan(step)
             self._plans[code] = plan
         return plan
 
@@ -134,7 +134,7 @@ class _Mover(_Proc):
         eng = self.engine
         nbytes = step.link_bytes[self.j]
         hops = eng.program.memory.port_cycles(self.link.src, self.link.dst, nbytes)
-        ports = tuple((f"port{port}", eng.ports[port], cycles) for port, cycles in hops)
+        ports = tuple((eng.port_phases[port], eng.ports[port], cycles) for port, cycles in hops)
         order = tuple(sorted(range(len(ports)), key=lambda i: ports[i][2]))
         opens = self.down_slots is not None and step.opens[self.j]
         closes = self.up_slots is not None and step.closes_src[self.j]
@@ -347,6 +347,7 @@ class _Engine(Collapse):
         prog, last = self.program, self.program.n_steps - 1
         for port in prog.memory.all_ports:
             self.ports[port] = Port(self.env)
+        self.port_phases = {port: f"port{port}" for port in self.ports}  # a waiter's phase
         self.port_names = {id(r): f"{prog.arch.memory[level].name}:{kind}"
                            for (level, kind), r in self.ports.items()}  # fmt: skip
         inputs, input_slots, self.chains = [], [], {}

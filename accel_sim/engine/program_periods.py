@@ -61,9 +61,11 @@ class ClassPeriods:
         return table
 
     @cached_property
-    def canonical_list(self) -> list[int]:
-        """:attr:`canonical` as a list (faster to index one code at a time)."""
-        return self.canonical.tolist()
+    def canonical_list(self) -> dict[int, int]:
+        """:attr:`canonical` of the program's codes, as a dict (faster to look up one code at a
+        time than the array, and not 4^loops entries long)."""
+        table = self.canonical
+        return {code: int(table[code]) for code in self.multiplicity}
 
     def first_mismatch(self, lo: int, period: int) -> int:
         """Smallest ``x ≥ lo`` whose raw class digits differ from those of ``x - period``, or
