@@ -161,7 +161,7 @@ class Program(ClassPeriods):
         self._classes: dict[int, StepClass] = {}
         self._by_flags: dict[tuple[int, int, bool], StepClass] = {}
         self._interned: dict[StepClass, StepClass] = {}
-        self._codes: dict[int, int] = {}
+        self._outer_codes: dict[int, int] = {}  # code() of the loops outside the innermost
         self._window: dict[tuple[str, int], tuple[int, tuple[int, ...]]] = {}
         self._mismatch: dict[int, tuple[int, int]] = {}
         self._class_mismatch: dict[tuple[int, int, int], int] = {}
@@ -370,18 +370,26 @@ class Program(ClassPeriods):
                                 self.inner, ext["m"], ext["k"], ext["n"])  # fmt: skip
 
     def code(self, i: int) -> int:
-        """Raw class code of step ``i`` (scalar twin of :meth:`codes`, for the hot path; every
-        pipeline stage asks for the same steps, so recent answers are kept)."""
-        code = self._codes.get(i)
-        if code is None:
-            code, rest = 0, i
-            for n, radix in zip(reversed(self.count), reversed(self._radix)):
-                code += _class_of(rest % n, n) * radix
+        """Raw class code of step ``i`` (scalar twin of :meth:`codes_at`, for the hot path): the
+        innermost loop's digit from a table, the outer loops' digits once per sweep of it (every
+        pipeline stage asks for the same steps, so recent sweeps are kept)."""
+        outer, inner = divmod(i, self.count[-1])
+        high = self._outer_codes.get(outer)
+        if high is None:
+            high, rest = 0, outer
+            for n, radix in zip(reversed(self.count[:-1]), reversed(self._radix[:-1])):
+                high += _class_of(rest % n, n) * radix
                 rest //= n
-            if len(self._codes) > 8192:
-                self._codes.clear()
-            self._codes[i] = code
-        return code
+            if len(self._outer_codes) > 8192:
+                self._outer_codes.clear()
+            self._outer_codes[outer] = high
+        return high + self._inner_codes[inner]
+
+    @cached_property
+    def _inner_codes(self) -> list[int]:
+        """The innermost loop's part of the class code, per index of that loop."""
+        n = self.count[-1]
+        return [_class_of(k, n) * self._radix[-1] for k in range(n)]
 
     def step_at(self, i: int) -> StepClass:
         return self.class_of(self.code(i))
