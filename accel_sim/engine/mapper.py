@@ -225,10 +225,10 @@ def estimate(arch: Arch, op: MatmulOp, mapping: Mapping) -> Estimate:
     return Estimate(twin_cycles(prog), compute, busy, prog.link_bytes, dram, bound)
 
 
-def map_matmul(arch: Arch, op: MatmulOp) -> Mapping:
-    """The chosen mapping of ``op`` on ``arch``, cached by content (the architecture's fields,
-    the op's shape, precision and widths — not its name)."""
-    key = (arch.fingerprint, replace(op, name=""))
+def map_matmul(arch: Arch, op: MatmulOp, key: tuple | None = None) -> Mapping:
+    """The chosen mapping of ``op`` on ``arch``, cached by content (``key``: the architecture's
+    fields, the op's shape, precision and widths — not its name; computed when not given)."""
+    key = key or (arch.fingerprint, replace(op, name=""))
     hit = _CACHE.get(key)
     if hit is None:
         hit, program = _best(arch, op)
@@ -245,6 +245,8 @@ def mapped_program(arch: Arch, op: MatmulOp) -> Program:
     """A fresh step program of ``op`` (without its name) under the mapper's chosen mapping: the
     one the mapper re-scored when it has just mapped ``op`` (it holds only memoised data, which
     the caller may go on to fill), else a new one."""
-    mapping = map_matmul(arch, op)
-    program = _PROGRAMS.pop((arch.fingerprint, replace(op, name="")), None)
-    return program if program is not None else Program(arch, replace(op, name=""), mapping)
+    unnamed = replace(op, name="")
+    key = (arch.fingerprint, unnamed)  # (one content hash per call: a hot path)
+    mapping = map_matmul(arch, op, key)
+    program = _PROGRAMS.pop(key, None)
+    return program if program is not None else Program(arch, unnamed, mapping)
