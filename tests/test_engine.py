@@ -232,3 +232,19 @@ def test_step_classes_shared_by_flags_equal_their_own(arch, M, K, N, count):
     program = mapped_program(load_arch(arch), _op(M, K, N, "int8", count=count))
     for code in program.multiplicity:
         assert program.class_of(code) == program._build_class(*program._masks(code))
+
+
+@settings(max_examples=30, deadline=None)
+@given(arch=st.sampled_from(["ascend_like_cube", "systolic_32x32_ws", "ops_bitslice"]),
+       M=st.integers(1, 5000), K=st.integers(1, 5000), N=st.integers(1, 5000),
+       count=st.integers(1, 3), data=st.data())  # fmt: skip
+def test_step_code_matches_the_vectorised_codes(arch, M, K, N, count, data):
+    """The DES's per-step class code (innermost digit direct, outer digits once per sweep)
+    equals the vectorised one at the first, last and random steps."""
+    import numpy as np
+
+    program = mapped_program(load_arch(arch), _op(M, K, N, "int8", count=count))
+    n = program.n_steps
+    steps = sorted({0, n - 1, *data.draw(st.lists(st.integers(0, n - 1), max_size=50))})
+    expected = program.codes_at(np.array(steps), canonical=False).tolist()
+    assert [program.code(i) for i in steps] == expected

@@ -38,6 +38,7 @@ from accel_sim.engine.memory import MemorySystem
 from accel_sim.engine.program_periods import (
     FIRST,
     LAST,
+    MIDDLE,
     ONLY,
     ClassPeriods,
     _class_counts,
@@ -371,25 +372,22 @@ class Program(ClassPeriods):
 
     def code(self, i: int) -> int:
         """Raw class code of step ``i`` (scalar twin of :meth:`codes_at`, for the hot path): the
-        innermost loop's digit from a table, the outer loops' digits once per sweep of it (every
+        innermost loop's digit directly, the outer loops' digits once per sweep of it (every
         pipeline stage asks for the same steps, so recent sweeps are kept)."""
-        outer, inner = divmod(i, self.count[-1])
+        n = self.count[-1]
+        outer, inner = divmod(i, n)
         high = self._outer_codes.get(outer)
         if high is None:
             high, rest = 0, outer
-            for n, radix in zip(reversed(self.count[:-1]), reversed(self._radix[:-1])):
-                high += _class_of(rest % n, n) * radix
-                rest //= n
+            for m, radix in zip(reversed(self.count[:-1]), reversed(self._radix[:-1])):
+                high += _class_of(rest % m, m) * radix
+                rest //= m
             if len(self._outer_codes) > 8192:
                 self._outer_codes.clear()
             self._outer_codes[outer] = high
-        return high + self._inner_codes[inner]
-
-    @cached_property
-    def _inner_codes(self) -> list[int]:
-        """The innermost loop's part of the class code, per index of that loop."""
-        n = self.count[-1]
-        return [_class_of(k, n) * self._radix[-1] for k in range(n)]
+        if inner == n - 1:
+            return high + (ONLY if inner == 0 else LAST) * self._radix[-1]
+        return high + (MIDDLE if inner else FIRST) * self._radix[-1]
 
     def step_at(self, i: int) -> StepClass:
         return self.class_of(self.code(i))
