@@ -28,7 +28,7 @@ from accel_sim.arch.units.base import StepTile
 from accel_sim.dataflow.plan import MatmulOp
 from accel_sim.engine.counts import ActionCounts
 from accel_sim.engine.memory import MemorySystem
-from accel_sim.engine.program import matmul_efficiency, scale_bytes, tile_bytes
+from accel_sim.engine.step_costs import matmul_efficiency, scale_bytes, tile_bytes
 
 #: Dimensions a matmul is split along, in the order of :attr:`Partition.grid`.
 DIMS = ("count", "M", "N", "K")

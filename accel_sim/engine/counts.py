@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from accel_sim.engine.program import Program, operand_bytes, tile_bytes
+from accel_sim.engine.program import Program
+from accel_sim.engine.step_costs import operand_bytes, tile_bytes
 
 
 @dataclass

@@ -13,7 +13,7 @@ from accel_sim.arch.units.base import StepTile
 from accel_sim.dataflow.plan import MatmulOp
 from accel_sim.engine.mapping import OPERAND_DIMS, Loop, accumulator_position, footprint
 from accel_sim.engine.memory import MemorySystem
-from accel_sim.engine.program import operand_bytes, scale_bytes, tile_bytes
+from accel_sim.engine.step_costs import operand_bytes, scale_bytes, tile_bytes
 
 
 class _Space:

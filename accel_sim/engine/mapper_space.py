@@ -29,7 +29,7 @@ from accel_sim.engine.mapping import (
     nest,
     positions,
 )
-from accel_sim.engine.program import step_busy_cycles
+from accel_sim.engine.step_costs import step_busy_cycles
 
 #: Simulation cost in the objective: a mapping's cycles count ``× (1 + steps / STEP_WEIGHT)``,
 #: so of two mappings within ~0.1 % of each other the one with far fewer steps (larger tiles,

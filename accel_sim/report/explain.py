@@ -14,7 +14,7 @@ from accel_sim.engine.chip import merge_factor, partition, reduce_cycles, scope,
 from accel_sim.engine.des import simulate_program
 from accel_sim.engine.mapper import estimate, mapped_program
 from accel_sim.engine.mapping import OPERAND_DIMS, Mapping
-from accel_sim.engine.program import operand_bytes, tile_bytes
+from accel_sim.engine.step_costs import operand_bytes, tile_bytes
 
 
 def _size(nbytes: float) -> str:
