@@ -29,10 +29,12 @@ relative to the last group's end) recurs, then jumped over.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from accel_sim.engine.des import QUEUE_DEPTH
 from accel_sim.engine.program import Program
 from accel_sim.engine.twin_steps import _BUBBLE, _digit_count, _group_codes, _inside_k, _plan
+from accel_sim.engine.twin_walk import walk
 
 #: Runs of one repeated sequence simulated before the last run's increment is extrapolated.
 _TRIES = 8
@@ -165,7 +167,7 @@ def prefetch_saving(program: Program, g: int, radix: int, groups: dict, adjusted
     loops = [i for i in range(g) if program.count[i] > 1]
     once = sum(3 * program._radix[i] for i in range(g) if program.count[i] == 1)
     once += sum(3 * program._radix[i] for i in range(g + 1, len(program.count)))
-    _walk(program, loops, 0, once, parts, state)
+    walk(program, loops, once, lambda code: _group(state, parts[code]), _runs(state))
     end = max([state["ends"][-1]] + [h[-1] for h in state["down"].values()])
     return state["plain"] - end or 0  # (an int when nothing moves, as the plain sum)
 
@@ -256,28 +258,23 @@ def _steady(history: list, state: dict) -> bool:
     return state["ends"][-1] - e2 == e2 - e1 and state["plain"] - p2 == p2 - p1
 
 
-def _walk(program: Program, loops: list[int], k: int, code: int, parts: dict,
-          state: dict) -> None:  # fmt: skip
-    """Every group of loops ``loops[k:]`` (outermost first) under the class digits ``code`` of
-    the loops outside them: first index, the middle ones (one repeated sequence), last."""
-    if k == len(loops):
-        _group(state, parts[code])
-        return
-    i = loops[k]
-    n, radix = program.count[i], program._radix[i]
-    _walk(program, loops, k + 1, code, parts, state)  # FIRST
-    middle, history = n - 2, []  # per run: (relative state, end, plain sum)
-    while middle > 0:
-        _walk(program, loops, k + 1, code + radix, parts, state)
-        middle -= 1
+def _runs(state: dict) -> Callable[[list, int], int]:
+    """The recurrence's ``step`` for :func:`twin_walk.walk`: after a middle run, jump over whole
+    periods once the state (relative to the last group's end) recurs, or after :data:`_TRIES`
+    runs or two equal increments (:func:`_steady`) extrapolate the last run's increment."""
+
+    def step(history: list, middle: int) -> int:
         rel = _relative(state)
         period = next((p for p in range(1, len(history) + 1) if history[-p][0] == rel), 0)
         if not period and (len(history) >= _TRIES or _steady(history, state)):
             period = 1  # no recurrence (yet): extrapolate the last run's increment
+        skipped = 0
         if period and middle >= period:
             _, end, plain = history[-period]
             jumps = middle // period
             _shift(state, (state["ends"][-1] - end) * jumps, (state["plain"] - plain) * jumps)
-            middle -= jumps * period
+            skipped = jumps * period
         history.append((rel, state["ends"][-1], state["plain"]))
-    _walk(program, loops, k + 1, code + 2 * radix, parts, state)  # LAST
+        return skipped
+
+    return step

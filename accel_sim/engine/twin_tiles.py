@@ -31,10 +31,12 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable
 
 from accel_sim.engine.des import QUEUE_DEPTH
 from accel_sim.engine.program import Program
 from accel_sim.engine.twin_steps import _chain, _epilogue, _plan, _tile_code, output_tiles
+from accel_sim.engine.twin_walk import walk
 
 #: Runs of one repeated sequence simulated before the last runs' increment is extrapolated.
 _TRIES = 8
@@ -189,7 +191,7 @@ def tile_pipeline(program: Program, fill: int, queued: dict[int, int], ahead: in
     state[10] = state[2]
     once = sum(3 * program._radix[i] for i in range(r + 1) if program.count[i] == 1)
     loops = [i for i in range(r + 1) if program.count[i] > 1]
-    _walk(program, loops, 0, once, cost, state)
+    walk(program, loops, once, lambda code: _tile(state, cost[code]), _runs(state))
     _serve(state, math.inf)
     return state[3][-1] + after
 
@@ -317,39 +319,25 @@ def _shift(state: list, cycles: int, tiles: int) -> None:
     state[11][:] = [(w[0] + cycles, w[1]) for w in state[11]]
 
 
-def _walk(program: Program, loops: list[int], k: int, code: int, cost: dict, state: list):
-    """Every tile of loops ``loops[k:]`` (outermost first) under the class digits ``code`` of
-    the loops outside them: first index, the middle ones (one repeated sequence), last."""
-    if k == len(loops):
-        _tile(state, cost[code])
-        return
-    i = loops[k]
-    n, radix = program.count[i], program._radix[i]
-    if k + 1 == len(loops):  # the innermost: its runs are tiles
+def _runs(state: list) -> Callable[[list, int], int]:
+    """The pipeline's ``step`` for :func:`twin_walk.walk`: after a middle run, jump over whole
+    periods of runs once the state (relative to the compute's end) recurs — often after ``b``
+    runs, the slots alternating — or after :data:`_TRIES` runs extrapolate the last ``b`` runs'
+    rate; never into the last ``ahead`` tiles, whose loads differ."""
 
-        def run(c):
-            _tile(state, cost[c])
-    else:
-
-        def run(c):
-            _walk(program, loops, k + 1, c, cost, state)
-
-    run(code)  # FIRST (digit 0)
-    middle, history = n - 2, []  # per run simulated: (relative state, compute end, tiles)
-    while middle > 0:
-        run(code + radix)
-        middle -= 1
+    def step(history: list, middle: int) -> int:
         rel = _relative(state)
-        # a period of p runs (the slots alternate: often p = b): the state recurs p runs later
         period = next((p for p in range(1, len(history) + 1) if history[-p][0] == rel), 0)
         if not period and len(history) >= _TRIES:
             period = len(state[3])  # no recurrence yet: extrapolate the last b runs' rate
+        skipped = 0
         if period and middle >= period:
             _, c_end, left = history[-period]
             tiles = left - state[4]  # per period
-            # (not into the last `ahead` tiles, whose loads differ)
             jumps = min(middle // period, max(0, state[4] // tiles - 1))
             _shift(state, (state[0] - c_end) * jumps, tiles * jumps)
-            middle -= jumps * period
+            skipped = jumps * period
         history.append((rel, state[0], state[4]))
-    run(code + 2 * radix)  # LAST
+        return skipped
+
+    return step
