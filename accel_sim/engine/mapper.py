@@ -168,9 +168,11 @@ def _best(arch: Arch, op: MatmulOp) -> tuple[Mapping, Program]:
             "memory",
         )
 
+    unnamed = replace(op, name="")
+
     def scored(mapping: Mapping) -> tuple:
         """(twin_floor × weight, weight, DRAM bytes, steps, program) of a candidate."""
-        prog = Program(arch, replace(op, name=""), mapping)  # as estimate(), without per-port
+        prog = Program(arch, unnamed, mapping)  # as estimate(), without per-port
         dram = sum(b for ln, b in zip(prog.links, prog.link_bytes) if 0 in (ln.src, ln.dst))
         steps = math.prod(lp.count for lp in mapping.loops)
         weight = 1 + steps / STEP_WEIGHT

@@ -28,7 +28,7 @@ def _per_class(program: Program, name: str, code: int, build) -> dict[object, in
     hit = cache.get(code)
     if hit is None:
         shared = program.__dict__.setdefault(name + "_class", {})
-        step = program.class_of(code)
+        step = id(program.class_of(code))  # (equal classes are one object)
         hit = shared.get(step)
         if hit is None:
             hit = shared[step] = build(program, code)
