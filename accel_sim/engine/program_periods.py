@@ -145,12 +145,10 @@ class ClassPeriods:
         (canonical codes) are compared (:meth:`class_mismatch`)."""
         stop = self.n_steps if stop is None else min(stop, self.n_steps)
         if stop - lo <= 256:  # a short stretch: from one raw mismatch to the next
-            canon, code, x = self.canonical_list, self.code, lo
-            for _ in range(8):
-                x = self._first_mismatch(x, period)
-                if x >= stop or canon[code(x)] != canon[code(x - period)]:
-                    return min(x, stop)
-                x += 1  # equal classes despite different digits
+            x, found = self._hop(lo, period, stop, 8)
+            if found:
+                return x
+            canon, code = self.canonical_list, self.code
             for y in range(x, stop):  # dense raw mismatches: step by step
                 if canon[code(y)] != canon[code(y - period)]:
                     return y
@@ -164,6 +162,19 @@ class ClassPeriods:
             self._match.clear()
         self._match[(period, stop)] = (lo, found)
         return found
+
+    def _hop(self, x: int, period: int, stop: int, hops: int) -> tuple[int, bool]:
+        """Compare classes only where raw digits differ: from ``x``, up to ``hops`` raw
+        mismatches (:meth:`_first_mismatch`, closed form). ``(step, True)``: the first step in
+        [x, stop) whose class differs from the step a period before, or ``stop``; ``(step,
+        False)``: every step before it matches, the search goes on from there."""
+        canon, code = self.canonical_list, self.code
+        for _ in range(hops):
+            x = self._first_mismatch(x, period)
+            if x >= stop or canon[code(x)] != canon[code(x - period)]:
+                return min(x, stop), True
+            x += 1  # equal classes despite different digits
+        return x, False
 
     def class_mismatch(self, x0: int, period: int, stop: int, budget: int = 1 << 15) -> int:
         """The first step x in [``x0``, ``stop``) whose class differs from step x − ``period``'s;
@@ -184,12 +195,10 @@ class ClassPeriods:
             return cached
         if len(self._class_mismatch) > 4096:
             self._class_mismatch.clear()
-        x = x0
-        for _ in range(16):  # sparse raw mismatches: hop from one to the next (closed form)
-            x = self._first_mismatch(x + 1, period)
-            if x >= stop or table[self.code(x)] != table[self.code(x - period)]:
-                self._class_mismatch[key] = found = min(x, stop)
-                return found
+        x, hit = self._hop(x0 + 1, period, stop, 16)  # sparse raw mismatches first
+        if hit:
+            self._class_mismatch[key] = x
+            return x
         spent, chunk = 0, 4096
         found = None
         while found is None and x < stop and spent < budget:

@@ -38,6 +38,7 @@ from accel_sim.engine.twin_steps import (  # noqa: F401 - step_busy, output_tile
     _digit_count,
     _downstream,
     _epilogue,
+    _group_classes,
     _group_codes,
     _group_loop,
     _inside_k,
@@ -81,7 +82,7 @@ def body_cycles(program: Program, fill: int = 0, ports: dict | None = None) -> i
         memo: dict[tuple, tuple] = {}
         for outer, (_, busy) in groups.items():
             extra = _prefetch_idle(program, g, radix, outer, busy)  # on the group's own work
-            key = tuple(id(program.class_of(c)) for c in _group_codes(program, g, radix, outer))
+            key = _group_classes(program, g, radix, outer)
             hit = memo.get(key)
             if hit is None:
                 hit = memo[key] = (_turnover(program, g, radix, outer),

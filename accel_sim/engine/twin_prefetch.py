@@ -33,7 +33,14 @@ from collections.abc import Callable
 
 from accel_sim.engine.des import QUEUE_DEPTH
 from accel_sim.engine.program import Program
-from accel_sim.engine.twin_steps import _BUBBLE, _digit_count, _group_codes, _inside_k, _plan
+from accel_sim.engine.twin_steps import (
+    _BUBBLE,
+    _digit_count,
+    _group_classes,
+    _group_codes,
+    _inside_k,
+    _plan,
+)
 from accel_sim.engine.twin_walk import walk
 
 #: Runs of one repeated sequence simulated before the last run's increment is extrapolated.
@@ -84,7 +91,7 @@ def _group_loads(program: Program, g: int, radix: int, outer: int, leads: dict) 
     them (cached per program and ``leads``)."""
     codes = _group_codes(program, g, radix, outer)
     memo = program.__dict__.setdefault("_twin_group_loads", {})
-    key = (tuple(id(program.class_of(c)) for c in codes), tuple(leads.items()))
+    key = (_group_classes(program, g, radix, outer), tuple(leads.items()))
     hit = memo.get(key)
     if hit is not None:
         return hit

@@ -157,6 +157,12 @@ def _group_codes(program: Program, g: int, radix: int, outer: int) -> list[int]:
     return [outer + d * radix for d in digits]
 
 
+def _group_classes(program: Program, g: int, radix: int, outer: int) -> tuple[int, ...]:
+    """The identities of a group's step classes, in step order (equal classes are one object,
+    ``Program.class_of``): groups with equal keys cost alike wherever only classes are read."""
+    return tuple(id(program.class_of(c)) for c in _group_codes(program, g, radix, outer))
+
+
 def _downstream(program: Program, code: int) -> dict[object, int]:
     """The part of :func:`step_busy` that serves the output a step closes (epilogue, stores,
     output slots): it follows the step's compute (once per class, :func:`_per_class`)."""
