@@ -51,7 +51,7 @@ class Collapse:
                       for t, prio, ev in simpy_adapter.pending(env))  # fmt: skip
         stores = tuple(s.state(j, now) for s in self.stores)
         slots = tuple(c.state() for c in self.containers)
-        ports = tuple(r.state() for r in self.ports.values())
+        ports = (tuple([r.holder for r in self.ports.values()]), self.arbiter.state())
         return (tuple(p.state(j, now) for p in self.procs), queue, stores, slots, ports)
 
     def _bounds(self) -> tuple[int, int, list]:

@@ -43,11 +43,11 @@ import simpy
 
 from accel_sim.engine.collapse import Collapse
 from accel_sim.engine.des_procs import _Compute, _Epilogue, _Mover, _Proc
-from accel_sim.engine.des_resources import Port, Slots, Tokens
+from accel_sim.engine.des_resources import Port, Ports, Slots, Tokens
 from accel_sim.engine.program import Program
 
 #: Steps a stage may run ahead of its consumer (token queue depth; an assumption).
-QUEUE_DEPTH = 16
+QUEUE_DEPTH = 32
 #: Steps between fingerprints inside a long innermost loop (a speed knob; results do not depend
 #: on it: ``tests/test_collapse_fuzz.py``).
 STRIDE = 8
@@ -103,9 +103,9 @@ class _Engine(Collapse):
 
     def _build(self) -> None:
         prog, last = self.program, self.program.n_steps - 1
+        self.arbiter = Ports(self.env)
         for port in prog.memory.all_ports:
-            self.ports[port] = Port(self.env)
-        self.port_phases = {port: f"port{port}" for port in self.ports}  # a waiter's phase
+            self.ports[port] = Port()
         self.port_names = {id(r): f"{prog.arch.memory[level].name}:{kind}"
                            for (level, kind), r in self.ports.items()}  # fmt: skip
         inputs, input_slots, self.chains = [], [], {}

@@ -82,11 +82,12 @@ class _Mover(_Proc):
         eng = self.engine
         nbytes = step.link_bytes[self.j]
         hops = eng.program.memory.port_cycles(self.link.src, self.link.dst, nbytes)
-        ports = tuple((eng.port_phases[port], eng.ports[port], cycles) for port, cycles in hops)
-        order = tuple(sorted(range(len(ports)), key=lambda i: ports[i][2]))
+        held = tuple(eng.ports[port] for port, _ in hops)
+        releases = tuple(sorted(((cycles, eng.ports[port]) for port, cycles in hops),
+                                key=lambda e: e[0]))  # fmt: skip
         opens = self.down_slots is not None and step.opens[self.j]
         closes = self.up_slots is not None and step.closes_src[self.j]
-        return (opens, nbytes, closes, ports, order)
+        return (opens, nbytes, closes, held, releases)
 
     def run(self):
         eng, env, code_of = self.engine, self.env, self.engine.program.code
@@ -102,7 +103,7 @@ class _Mover(_Proc):
                     yield env.timeout(self.t_mark - env.now)
             elif self.idx > self.last_index:
                 return
-            opens, nbytes, closes, ports, order = self._plan(code_of(self.idx))
+            opens, nbytes, closes, held, releases = self._plan(code_of(self.idx))
             # (C: every tile opens a slot further out; the accumulator's frees with its window)
             if opens:
                 self.phase = "slot"
@@ -117,26 +118,24 @@ class _Mover(_Proc):
             ready = 0
             if nbytes:  # hold every port of the hop, release each after its own bytes passed
                 if eng.rec is not None:
-                    busy = [r for _, r, _ in ports if r.busy]
+                    busy = [r for r in held if r.holder is not None]
                     waited = eng.port_names[id(busy[0])] if busy else "(free)"
                     self.rec_begin(f"wait: port {waited}", "wait", {"step": self.idx})
-                for phase, port, _ in ports:
-                    wait = port.acquire(self.name)
-                    if wait is not None:
-                        self.phase = phase
-                        yield wait
+                wait = eng.arbiter.acquire(held, self.name)
+                if wait is not None:
+                    self.phase = "ports"
+                    yield wait
                 self.phase = "xfer"
                 if eng.rec is not None:
                     self.rec_end()
                     self.rec_begin(f"{self.link.operand} tile", "transfer", {"step": self.idx},
                                    {"bytes": nbytes, "transfers": 1})  # fmt: skip
                 elapsed = 0
-                for i in order:
-                    cycles = ports[i][2]
+                for cycles, port in releases:
                     if cycles > elapsed:
                         yield env.timeout(cycles - elapsed)
                         elapsed = cycles
-                    ports[i][1].release()
+                    eng.arbiter.release(port)
                 if eng.rec is not None:
                     self.rec_end()
                 ready = env.now + self.latency

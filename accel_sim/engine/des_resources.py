@@ -68,40 +68,56 @@ class Slots:
 
 
 class Port:
-    """One memory port (read, write or shared), held by one transfer at a time."""
+    """One memory port (read, write or shared), held by one transfer at a time; granted by its
+    :class:`Ports` arbiter together with the hop's other ports."""
 
-    __slots__ = ("env", "holder", "waiters")
+    __slots__ = ("holder",)
+
+    def __init__(self) -> None:
+        self.holder: str | None = None
+
+
+class Ports:
+    """The arbiter of every memory port: a hop's transfer holds all of its ports at once or
+    none (no transfer holds one port while it waits for another). Requests that cannot be
+    granted wait in arrival order; whenever a port is let go, the waiting requests are granted
+    oldest first, each one whose ports are all free (a younger request may pass an older one
+    whose ports are not all free yet)."""
+
+    __slots__ = ("env", "waiters")
 
     def __init__(self, env: simpy.Environment) -> None:
         self.env = env
-        self.holder: str | None = None
-        self.waiters: deque[tuple[str, simpy.Event]] = deque()
+        self.waiters: list[tuple[str, tuple[Port, ...], simpy.Event]] = []
 
-    @property
-    def busy(self) -> bool:
-        return self.holder is not None or bool(self.waiters)
+    def acquire(self, ports: tuple[Port, ...], owner: str) -> simpy.Event | None:
+        """Hold ``ports`` for ``owner``: ``None`` if they were all free (held now), else an
+        event that succeeds once they are held."""
+        for port in ports:
+            if port.holder is not None:
+                ev = self.env.event()
+                self.waiters.append((owner, ports, ev))
+                return ev
+        for port in ports:
+            port.holder = owner
+        return None
 
-    def acquire(self, owner: str) -> simpy.Event | None:
-        """Hold the port for ``owner``: ``None`` if it was free (held now), else an event."""
-        if self.holder is None:
-            self.holder = owner
-            return None
-        ev = self.env.event()
-        self.waiters.append((owner, ev))
-        return ev
-
-    def release(self) -> None:
-        """Let go of the port: the oldest waiter holds it next."""
+    def release(self, port: Port) -> None:
+        """Let go of ``port``: waiting requests whose ports are now all free are granted."""
+        port.holder = None
         if self.waiters:
-            self.holder, ev = self.waiters.popleft()
-            ev.succeed()
-        else:
-            self.holder = None
+            kept = []
+            for owner, ports, ev in self.waiters:
+                if all(p.holder is None for p in ports):
+                    for p in ports:
+                        p.holder = owner
+                    ev.succeed()
+                else:
+                    kept.append((owner, ports, ev))
+            self.waiters = kept
 
     def state(self) -> tuple:
-        if not self.waiters:
-            return (self.holder, ())
-        return (self.holder, tuple([owner for owner, _ in self.waiters]))
+        return tuple([owner for owner, _, _ in self.waiters])
 
 
 class Tokens:
