@@ -17,7 +17,8 @@ Processes (``des_procs.py``; one per pipeline stage, all holding their state in 
 Token queues between stages hold at most ``QUEUE_DEPTH`` steps (a DMA engine's command queue):
 a mover runs at most that far ahead of its consumer.
 Ports, buffer slots and token queues are ``engine/des_resources.py``'s: shared and first come,
-first served (A, B and C traffic contend for each port's bandwidth), granted in the caller's own
+first served (A, B and C traffic contend for each port's bandwidth; a hop's ports are granted
+together, so no transfer holds one port while it waits for another), granted in the caller's own
 turn when free, so the events processed are the waits that really happen and the timeouts (about
 14 per simulated step). Compute time not spent busy is a stall, attributed when it starts to the
 outermost hop the awaited data has not crossed yet (``load:HBM->L2``), to output back-pressure
