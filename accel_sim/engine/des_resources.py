@@ -5,11 +5,11 @@ and a token finds room, in the caller's own turn, with no event; the caller wait
 ``simpy.Event`` only when it must (no slot free, port held, queue empty or full), and whoever
 frees the resource hands it to the oldest waiter (first come, first served) by succeeding that
 event. A hop's ports are granted together by the one :class:`Ports` arbiter (all or none; the
-oldest waiting transfer whose ports are all free goes first). simpy's ``Container``/``Resource``/``Store`` would schedule and process an event for every
-request, granted or not (a matmul step cost ~34 events; with these, the waits that really happen
-and the timeouts remain). The arbitration is the same — FIFO per resource; only who goes first
-among processes acting at the *same* cycle follows the order they run in rather than simpy's
-event ids.
+oldest waiting transfer whose ports are all free goes first). simpy's ``Container``,
+``Resource`` and ``Store`` would schedule and process an event for every request, granted or
+not (a matmul step cost ~34 events; with these, the waits that really happen and the timeouts
+remain). Slots and token queues are FIFO per resource; who goes first among processes acting
+at the *same* cycle follows the order they run in rather than simpy's event ids.
 
 Every resource exposes its state for the steady-state collapse's fingerprint (``state``) and
 moves its queued tokens by whole periods on a jump (``shift``).
