@@ -144,8 +144,38 @@ def test_twin_tracks_des_on_a_random_grid():
     cases = grid_ops(seed=7, n=120, archs=archs)
     errors = np.array([abs(agreement(*case).error) for case in cases])
     assert np.median(errors) < 0.005
-    assert np.percentile(errors, 90) < 0.03
-    assert errors.max() < 0.18
+    assert np.percentile(errors, 90) < 0.02  # the issue's targets: p90 <= 2 %, max <= 10 %
+    assert errors.max() < 0.10
+
+
+def test_suffix_of_the_last_tile_is_on_the_critical_path():
+    """180x535x19 W4A4 on the edge NPU runs in 3 K steps (256, 256, 23 deep). Step 1 computes
+    only after A and B of steps 0 and 1 crossed the one DRAM port (676 + 74 + 676 + 72 cycles)
+    and the DRAM latency (150), then steps 1 and 2 compute (739), the epilogue (214) and the C
+    store (201) follow: 2,802 cycles, which the model had put at 2,500 (only the last step's
+    loads on its chain)."""
+    from accel_sim.dataflow.registry import get_dataflow
+    from accel_sim.workload.gemm import Gemm
+
+    arch, flow = load_arch("edge_npu_int8"), get_dataflow("w4a4_static")
+    plan = flow.build(Gemm(180, 535, 19), arch, None, flow.resolve_knobs(None))
+    (op,) = plan.matmuls
+    program = mapped_program(arch, op)
+    assert program.n_steps == 3
+    des = simulate_program(program).cycles
+    assert des == 676 + 74 + 676 + 72 + 150 + 739 + 214 + 201
+    assert abs(twin_cycles(program) - des) <= 2
+
+
+def test_load_chains_bound_the_des_from_below():
+    """The load ports' chains (``twin_chains.load_bound``, with the last tile's suffixes) are
+    work that must run in order, so the DES never takes fewer cycles."""
+    from accel_sim.engine.agreement import grid_ops
+    from accel_sim.engine.twin_chains import load_bound
+
+    for _, _, arch, op in grid_ops(seed=11, n=40):
+        program = mapped_program(arch, op)
+        assert load_bound(program) <= simulate_program(mapped_program(arch, op)).cycles
 
 
 def test_panels_that_fit_are_read_from_dram_once():

@@ -107,8 +107,59 @@ def load_bound(program: Program) -> float:
             lead = min(_lead(program, *hop) for hop in leads[port])
             late = _late_stores(program, port, lead, tail + reach, other)
         best = max(best, loads[port] + other - late + max(late, tail + reach) + finish - reach)
+    for port, extra in _suffix_extra(program).items():
+        best = max(best, loads[port] + _latency_tail(program, port) + finish + extra)
     program.__dict__["_twin_load_bound"] = best
     return best
+
+
+#: Steps before the last that :func:`_suffix_extra` considers (at most one output tile's).
+SUFFIX = 8
+
+
+def _suffix_extra(program: Program) -> dict:
+    """Per load port, what a suffix of the last output tile adds to its chain: step i computes
+    only after every load of steps 0 … i on the port (both operands' movers take their steps in
+    order), then steps i … n−1 compute in turn; against the last step alone (i = n − 1) that is
+    Σ_{j=i}^{n−2} compute_j − Σ_{j=i+1}^{n−1} loads_j more, largest over i (≥ 0). A short last
+    step (an edge of K) leaves an earlier step's loads on the critical path: 180×535×19 W4A4 on
+    the edge NPU, 3 K steps of which the last is 53 deep."""
+    n = program.n_steps
+    extra: dict = {}
+    run: dict = defaultdict(int)
+    later = _step_loads(program, program.step_at(n - 1))
+    for i in range(n - 2, max(n - 2 - min(_tile_steps(program), SUFFIX), -1), -1):
+        step = program.step_at(i)
+        for port in later.keys() | run.keys():
+            run[port] += step.compute_cycles - later.get(port, 0)
+            extra[port] = max(extra.get(port, 0), run[port])
+        later = _step_loads(program, step)
+    return {port: cycles for port, cycles in extra.items() if cycles > 0}
+
+
+def _step_loads(program: Program, step) -> dict:
+    """Cycles one step's A and B transfers hold each port."""
+    mem, out = program.memory, defaultdict(int)
+    for j, link in enumerate(program.links):
+        if link.operand != "C" and step.link_bytes[j]:
+            for port, cycles in mem.port_cycles(link.src, link.dst, step.link_bytes[j]):
+                out[port] += cycles
+    return out
+
+
+def _latency_tail(program: Program, port) -> int:
+    """The least latency between a load on ``port`` and its data's use: the source latencies
+    of the hops from there inwards, the smaller over the operands whose way in uses the port."""
+    mem, best = program.memory, None
+    for operand in "AB":
+        chain, way = _chain(program, operand), 0
+        for j in reversed(chain):
+            link = program.links[j]
+            way += mem.latency(link.src)
+            if port in mem.hop_ports(link.src, link.dst):
+                best = way if best is None else min(best, way)
+                break
+    return best or 0
 
 
 def _lead(program: Program, operand: str, k: int) -> int:
