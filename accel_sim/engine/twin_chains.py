@@ -1,5 +1,6 @@
 """Sequential-chain bounds of the closed-form twin (``twin.py``): work that must run in order
-whatever the overlap — every load on a port then the last step's way in and out, every epilogue,
+whatever the overlap — every load on a port then the last step's way in and out (or the
+last output tile's last steps', :func:`_suffix_extra`), every epilogue,
 every store after the first output tile, and the accumulator slots taken and freed in tile order
 (tiles ``t, t + b, …`` hold one slot in turn). Cycles throughout.
 """
