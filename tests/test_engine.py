@@ -278,3 +278,28 @@ def test_step_code_matches_the_vectorised_codes(arch, M, K, N, count, data):
     steps = sorted({0, n - 1, *data.draw(st.lists(st.integers(0, n - 1), max_size=50))})
     expected = program.codes_at(np.array(steps), canonical=False).tolist()
     assert [program.code(i) for i in steps] == expected
+
+
+def test_dma_queue_steps_bounds_how_far_a_mover_prefetches():
+    """4297x404x685 W8A8 on the cube keeps a 256x404 block of A in L2 across 78 steps: with a
+    16-step queue the next block's A cannot start before the block's last 16 steps, so HBM idles
+    at every block boundary; 32 steps let it start earlier (docs/engine.md, 'The DES')."""
+    import json
+
+    from accel_sim.arch.load import arch_from_dict
+    from accel_sim.dataflow.registry import get_dataflow
+    from accel_sim.workload.gemm import Gemm
+
+    base = load_arch(CUBE)
+    assert base.dma_queue_steps == 32
+    data = json.loads(base.model_dump_json())
+    data["dma_queue_steps"] = 16
+    cycles = {}
+    for arch in (base, arch_from_dict(data, "queue16")):
+        flow = get_dataflow("w8a8")
+        plan = flow.build(Gemm(4297, 404, 685), arch, None, flow.resolve_knobs(None))
+        op = next(op for op in plan.matmuls)
+        program = mapped_program(arch, op)
+        cycles[arch.dma_queue_steps] = (simulate_program(program).cycles, twin_cycles(program))
+    assert cycles[16][0] > 1.04 * cycles[32][0]  # the DES: 244,653 vs 232,465
+    assert cycles[32][0] >= cycles[32][1]  # HBM is busy 214,764 cycles; the model says 216,580

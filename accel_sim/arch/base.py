@@ -42,3 +42,5 @@ MIN_EFFICIENCY = 1e-3
 #: Most cores of one chip (``Arch.cores``): each shares the shared levels' bandwidth, and the
 #: partitioner (``engine/chip.py``) enumerates grids up to this size.
 MAX_CORES = 1024
+#: Most steps a DES mover may run ahead (``Arch.dma_queue_steps``): its token queue's size.
+MAX_DMA_QUEUE_STEPS = 4096

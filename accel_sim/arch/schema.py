@@ -23,6 +23,7 @@ from accel_sim.arch.base import (
     MAX_CAPACITY_BYTES,
     MAX_CLOCK_HZ,
     MAX_CORES,
+    MAX_DMA_QUEUE_STEPS,
     MAX_ENERGY_VALUE,
     MAX_LATENCY_CYCLES,
     MAX_PARALLEL,
@@ -202,6 +203,14 @@ class Arch(Strict):
         description=f"identical cores on the chip, 1..{MAX_CORES}: each has the compute unit, "
         "the vector unit, the early-bird comparator and one of every per-core memory level; "
         "levels marked shared are one for the chip (engine/chip.py partitions each matmul)",
+    )
+    dma_queue_steps: StrictInt = Field(
+        32,
+        ge=1,
+        le=MAX_DMA_QUEUE_STEPS,
+        description=f"steps a DMA mover may run ahead of the next stage, 1..{MAX_DMA_QUEUE_STEPS} "
+        "(its command queue, counted in steps, also those in which the hop moves nothing; the "
+        "buffers bound it too): an assumption, docs/engine.md 'The DES'",
     )
     compute: AnyComputeUnit
     vector: VectorUnit

@@ -14,8 +14,9 @@ Processes (``des_procs.py``; one per pipeline stage, all holding their state in 
   step's time (``Program.class_of``); frees the innermost A/B slots when their windows close;
 * an optional **epilogue** on the vector unit (dequantize) and a **mover** per hop of C back out.
 
-Token queues between stages hold at most ``QUEUE_DEPTH`` steps (a DMA engine's command queue):
-a mover runs at most that far ahead of its consumer.
+Token queues between stages hold at most ``Arch.dma_queue_steps`` steps (a DMA engine's command
+queue; 32 unless the architecture says otherwise): a mover runs at most that far ahead of its
+consumer.
 Ports, buffer slots and token queues are ``engine/des_resources.py``'s: shared and first come,
 first served (A, B and C traffic contend for each port's bandwidth; a hop's ports are granted
 together, so no transfer holds one port while it waits for another), granted in the caller's own
@@ -47,8 +48,6 @@ from accel_sim.engine.des_procs import _Compute, _Epilogue, _Mover, _Proc
 from accel_sim.engine.des_resources import Port, Ports, Slots, Tokens
 from accel_sim.engine.program import Program
 
-#: Steps a stage may run ahead of its consumer (token queue depth; an assumption).
-QUEUE_DEPTH = 32
 #: Steps between fingerprints inside a long innermost loop (a speed knob; results do not depend
 #: on it: ``tests/test_collapse_fuzz.py``).
 STRIDE = 8
@@ -94,7 +93,7 @@ class _Engine(Collapse):
         self._build()
 
     def _store(self) -> Tokens:
-        self.stores.append(Tokens(self.env, QUEUE_DEPTH))
+        self.stores.append(Tokens(self.env, self.program.arch.dma_queue_steps))
         return self.stores[-1]
 
     def _slots(self, level_index: int, operand: str = "C") -> Slots:

@@ -12,7 +12,6 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
-from accel_sim.engine.des import QUEUE_DEPTH
 from accel_sim.engine.program import Program
 from accel_sim.engine.twin_steps import (
     _chain,
@@ -170,7 +169,7 @@ def _lead(program: Program, operand: str, k: int) -> int:
     lead = 0
     for j in _chain(program, operand)[k:]:
         r = program.window(operand, program.links[j].dst)[0]
-        lead += min(slots[j] * math.prod(program.count[r + 1 :]), QUEUE_DEPTH)
+        lead += min(slots[j] * math.prod(program.count[r + 1 :]), program.arch.dma_queue_steps)
     return lead
 
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from accel_sim.engine.des import QUEUE_DEPTH
 from accel_sim.engine.program import Program
 from accel_sim.engine.twin_steps import (
     _BUBBLE,
@@ -53,7 +52,7 @@ def _leads(program: Program, g: int) -> dict[int, int]:
     ``s`` slots and windows of ``G`` groups, at most a token queue's depth of steps ahead (the
     mover runs no further ahead of the compute)."""
     c = program.count[g]
-    queue = QUEUE_DEPTH // c + 1
+    queue = program.arch.dma_queue_steps // c + 1
     leads = {}
     for j, _, _, _, slots, _ in _plan(program)[1]:
         link = program.links[j]
@@ -200,7 +199,8 @@ def _output_lag(program: Program, g: int) -> int:
         return 0
     r = program.window("C", program.inner["C"])[0]
     b = _plan(program)[3]
-    return min((b - 1) * math.prod(program.count[r + 1 : g]), QUEUE_DEPTH // program.count[g])
+    queue = program.arch.dma_queue_steps
+    return min((b - 1) * math.prod(program.count[r + 1 : g]), queue // program.count[g])
 
 
 def _group(state: dict, part: tuple) -> None:

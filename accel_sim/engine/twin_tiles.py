@@ -33,7 +33,6 @@ import math
 from collections import defaultdict
 from collections.abc import Callable
 
-from accel_sim.engine.des import QUEUE_DEPTH
 from accel_sim.engine.program import Program
 from accel_sim.engine.twin_steps import _chain, _epilogue, _plan, _tile_code, output_tiles
 from accel_sim.engine.twin_walk import walk
@@ -89,7 +88,7 @@ def _lead(program: Program, j: int, slots: int, window: int) -> int:
         dst = links[k].dst
         w = program.window(links[k].operand, dst)[0]
         per = math.prod(program.count[w + 1 :])
-        steps += min(program.buffers(links[k].operand, dst) * per, QUEUE_DEPTH)
+        steps += min(program.buffers(links[k].operand, dst) * per, program.arch.dma_queue_steps)
     return max(slots, steps // window)
 
 
