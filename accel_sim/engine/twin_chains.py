@@ -123,7 +123,7 @@ def _suffix_extra(program: Program) -> dict:
     order), then steps i … n−1 compute in turn; against the last step alone (i = n − 1) that is
     Σ_{j=i}^{n−2} compute_j − Σ_{j=i+1}^{n−1} loads_j more, largest over i (≥ 0). A short last
     step (an edge of K) leaves an earlier step's loads on the critical path: 180×535×19 W4A4 on
-    the edge NPU, 3 K steps of which the last is 53 deep."""
+    the edge NPU, 3 K steps of which the last is 23 deep."""
     n = program.n_steps
     extra: dict = {}
     run: dict = defaultdict(int)
