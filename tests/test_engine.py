@@ -230,6 +230,13 @@ def test_match_end_matches_brute_force(M, K, N, count, span, data):
     assert all(classes[x] == classes[x - period] for x in range(lo, found))
 
 
+def test_match_end_never_passes_its_stop():
+    """A long stretch whose first raw mismatch lies beyond ``stop`` ends at ``stop`` (hypothesis
+    found 16x4096x4096 INT8 on the cube, period 64 from step 128 to 385, answered 960)."""
+    program = mapped_program(load_arch(CUBE), _op(16, 4096, 4096, "int8"))
+    assert program.match_end(128, 64, 385) == 385
+
+
 def test_gc_paused_restores_the_collector_state():
     """The engine pauses the cyclic collector only inside a run and leaves it as it found it
     (on, or off when the caller had turned it off), also when the run raises."""

@@ -157,7 +157,7 @@ class ClassPeriods:
         if cached is not None and cached[0] <= lo <= cached[1]:
             return cached[1]  # no mismatch in [cached lo, answer): the same answer from here
         start = self.first_mismatch(lo, period)
-        found = start if start >= stop else self.class_mismatch(start, period, stop)
+        found = stop if start >= stop else self.class_mismatch(start, period, stop)
         if len(self._match) > 4096:
             self._match.clear()
         self._match[(period, stop)] = (lo, found)
