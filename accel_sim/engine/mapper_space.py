@@ -184,8 +184,10 @@ def _evaluate(space: _Space, costs: _TileCosts, loops: tuple[Loop, ...],
     included, already make it larger: the rest only adds).
 
     The bound: the slowest of the unit (every step at its exact time), every port (bytes
-    crossing each link) and every single-step window's slots, plus the first tiles' path to the
-    unit and the bubbles of single-buffered windows."""
+    crossing each link) and every window's slots (a single-step window's: each tile's way in
+    and latency; a longer window's: its tiles' crossing and one latency, Little's law over its
+    ``b`` slots), plus the first tiles' path to the unit and the bubbles of single-buffered
+    windows."""
     budget = space.block_budget(costs.tile, loops, costs.budget)
     if budget is None:
         return None
@@ -213,12 +215,15 @@ def _evaluate(space: _Space, costs: _TileCosts, loops: tuple[Loop, ...],
             return None
     tile_time = costs.tile_time
     slots, bubbles, dram = 0.0, 0, space.c_dram
+    latency = space.memory.latency
     for x, src, dst in space.all_hops:
-        _, b, _, _, (_, _, nbytes, single, windows) = chosen[(x, dst)]
+        _, b, _, time, (_, _, nbytes, single, windows) = chosen[(x, dst)]
         if single:
             slots = max(slots, tile_time[(x, dst)] * steps / b)
         elif b == 1:
             bubbles += windows * tile_time[(x, dst)]
+        else:  # each window holds a slot for its tiles' way in and the source's latency
+            slots = max(slots, (time + windows * latency(src)) / b)
         if src == 0:
             dram += nbytes
     cycles = costs.fill + max([costs.compute, slots, *busy.values()]) + bubbles

@@ -17,9 +17,11 @@ windows spanning groups may start groups early (``twin_prefetch.py``: a recurren
 groups gives back what the plain sum over-counts). Cycles throughout.
 
 The answer is the larger of that and a few chains of work that must run in sequence
-(:func:`_bounds`, :func:`_store_bound`): every load on a port then the last step's way in and
-out; every epilogue; every store after the first output tile; and the accumulator slots, taken
-and freed in tile order, so tiles ``t, t + b, …`` hold one slot in turn. ``docs/engine.md``
+(:func:`_bounds`, :func:`_store_bound`, :func:`twin_groups.window_slot_bound`): every load on a
+port then the last step's way in and out; every epilogue; every store after the first output
+tile; the accumulator slots, taken and freed in tile order, so tiles ``t, t + b, …`` hold one
+slot in turn; and likewise each input window's slots (its tiles' way in and the source's
+latency, windows ``w, w + b, …`` on one slot). ``docs/engine.md``
 lists the regimes where the model and the DES still differ and why.
 """
 
@@ -30,7 +32,12 @@ from collections import defaultdict
 
 from accel_sim.engine.program import Program
 from accel_sim.engine.twin_chains import _bounds, _store_bound, load_bound
-from accel_sim.engine.twin_groups import _prefetch_idle, _slot_chains, _turnover
+from accel_sim.engine.twin_groups import (
+    _prefetch_idle,
+    _slot_chains,
+    _turnover,
+    window_slot_bound,
+)
 from accel_sim.engine.twin_prefetch import prefetch_saving
 from accel_sim.engine.twin_steps import (  # noqa: F401 - step_busy, output_tiles: public here too
     _BUBBLE,
@@ -277,13 +284,15 @@ def twin_cycles(program: Program) -> int:
     # step 0 is on the critical path as fill + its compute; later steps add their share of the
     # busiest resource of their group
     estimate = fill + body_cycles(program, fill, ports) + drain
-    return _bounds(program, fill, max(estimate, _store_bound(program, fill, ports)))
+    estimate = max(estimate, _store_bound(program, fill, ports), window_slot_bound(program))
+    return _bounds(program, fill, estimate)
 
 
 def twin_floor(program: Program) -> float:
-    """A lower bound on :func:`twin_cycles` that needs no group sums: the larger of the load
-    ports' chains (part of :func:`_bounds`, which is at least each of them) and the compute
+    """A lower bound on :func:`twin_cycles` that needs no group sums: the largest of the load
+    ports' chains (part of :func:`_bounds`, which is at least each of them), the windows' slot
+    chains (:func:`twin_groups.window_slot_bound`, part of the estimate) and the compute
     cycles. The latter holds because no adjustment of :func:`body_cycles` touches a group's
     compute: every group instance's span is at least its compute, so the body is at least
     Σ compute − the fill and the estimate fill + body + drain at least the compute cycles."""
-    return max(load_bound(program), program.compute_cycles)
+    return max(load_bound(program), window_slot_bound(program), program.compute_cycles)
