@@ -90,63 +90,73 @@ class _Mover(_Proc):
         return (opens, nbytes, closes, held, releases)
 
     def run(self):
-        eng, env, code_of = self.engine, self.env, self.engine.program.code
+        # (everything the loop reads that never changes is bound once; ``idx`` and ``t_mark``
+        # are re-read after every yield: the collapse shifts them while the process waits)
+        eng, env = self.engine, self.env
+        code_of, plans, plan_of = eng.program.code, self._plans, self._plan
+        upstream, down_slots, up_slots = self.upstream, self.down_slots, self.up_slots
+        out_store, last_index, latency = self.out_store, self.last_index, self.latency
+        acquire, release, timeout = eng.arbiter.acquire, eng.arbiter.release, env.timeout
+        rec, name = eng.rec, self.name
         while True:
-            if self.upstream is not None:
-                token = self.upstream.get()
+            if upstream is not None:
+                token = upstream.get()
                 if token is None:
                     self.phase = "get"
-                    token = yield self.upstream.wait()
+                    token = yield upstream.wait()
                 self.idx, self.t_mark = token
-                if self.t_mark > env.now:
+                now = env.now
+                if self.t_mark > now:
                     self.phase = "latency"
-                    yield env.timeout(self.t_mark - env.now)
-            elif self.idx > self.last_index:
+                    yield timeout(self.t_mark - now)
+            elif self.idx > last_index:
                 return
-            opens, nbytes, closes, held, releases = self._plan(code_of(self.idx))
+            code = code_of(self.idx)
+            plan = plans.get(code)
+            opens, nbytes, closes, held, releases = plan if plan is not None else plan_of(code)
             # (C: every tile opens a slot further out; the accumulator's frees with its window)
             if opens:
                 self.phase = "slot"
-                wait = self.down_slots.take()
+                wait = down_slots.take()
                 if wait is not None:
-                    if eng.rec is not None:
+                    if rec is not None:
                         dst = eng.program.arch.memory[self.link.dst].name
                         self.rec_begin(f"wait: free {dst} buffer", "wait", {"step": self.idx})
                     yield wait
-                    if eng.rec is not None:
+                    if rec is not None:
                         self.rec_end()
             ready = 0
             if nbytes:  # hold every port of the hop, release each after its own bytes passed
-                if eng.rec is not None:
+                if rec is not None:
                     busy = [r for r in held if r.holder is not None]
                     waited = eng.port_names[id(busy[0])] if busy else "(free)"
                     self.rec_begin(f"wait: port {waited}", "wait", {"step": self.idx})
-                wait = eng.arbiter.acquire(held, self.name)
+                wait = acquire(held, name)
                 if wait is not None:
                     self.phase = "ports"
                     yield wait
                 self.phase = "xfer"
-                if eng.rec is not None:
+                if rec is not None:
                     self.rec_end()
                     self.rec_begin(f"{self.link.operand} tile", "transfer", {"step": self.idx},
                                    {"bytes": nbytes, "transfers": 1})  # fmt: skip
                 elapsed = 0
                 for cycles, port in releases:
                     if cycles > elapsed:
-                        yield env.timeout(cycles - elapsed)
+                        yield timeout(cycles - elapsed)
                         elapsed = cycles
-                    eng.arbiter.release(port)
-                if eng.rec is not None:
+                    release(port)
+                if rec is not None:
                     self.rec_end()
-                ready = env.now + self.latency
+                ready = env.now + latency
             if closes:
-                self.up_slots.free()
-            if self.out_store is not None:
-                wait = self.out_store.put((self.idx, ready))
+                up_slots.free()
+            if out_store is not None:
+                wait = out_store.put((self.idx, ready))
                 if wait is not None:
                     self.phase = "put"
                     yield wait
-            done = self.idx >= self.last_index
+            done = self.idx >= last_index
             self.idx += 1
             self.t_mark = env.now
             if done:
