@@ -202,17 +202,24 @@ def _latency_bound_windows():
 def test_window_slots_bound_a_latency_bound_run():
     """Each A window in L2 holds one of 2 slots from its first tile's transfer until its last
     tile has moved on to L1: 3 tiles of 8 KB at L2's 128 B/cycle write port (64 cycles each),
-    the HBM latency (500), the last tile's hop to L1 (64). Windows w, w + 2, … share a slot,
-    so 28 windows take at least 28 × 756 / 2 = 10,584 cycles; the DES's nested L1 slots add
-    more (12,205). The per-group model alone said 9,480 (−22 %)."""
-    from accel_sim.engine.twin_groups import window_slot_bound
+    the HBM latency (500), the last tile's hop to L1 (64), or the first tile, the latency and
+    all three hops to L1: 64 + 500 + 3 × 64 = 756 either way. Windows w, w + 2, … share a slot,
+    so 28 windows take at least 28 × 756 / 2 = 10,584 cycles (the chains' mean). The chain
+    holding the last window also waits for window 1's start (the mover's 3 × 64 cycles of
+    window 0 before it) and ends with the last step's way to the unit, its compute and the way
+    out. The DES's nested L1 slots add more (12,205); the per-group model alone said 9,480."""
+    from accel_sim.engine.twin_windows import window_chains, window_slot_bound
 
     program = _latency_bound_windows()
     assert program().compute_cycles == 4032
     assert window_slot_bound(program()) == 28 * (3 * 64 + 500 + 64) / 2
+    chains = window_chains(program())
     des = simulate_program(program()).cycles
-    assert 28 * (3 * 64 + 500 + 64) / 2 <= des == 12205
-    assert twin_cycles(program()) >= 10584
+    # window 0's transfers, 14 holds, then L2's latency, L1's latency and the hop to L0A (32),
+    # the last step's compute (48) and the last C tile's way out (96)
+    assert chains == 3 * 64 + 14 * 756 + 100 + 10 + 32 + 48 + 96
+    assert chains <= des == 12205
+    assert twin_cycles(program()) >= chains
 
 
 @settings(max_examples=25, deadline=None)
@@ -229,7 +236,7 @@ def test_window_slots_bound_the_des_from_below(seed):
     from accel_sim.engine.chip_grid import partition
     from accel_sim.engine.mapper import candidates
     from accel_sim.engine.program import Program
-    from accel_sim.engine.twin_groups import window_slot_bound
+    from accel_sim.engine.twin_windows import window_chains, window_slot_bound
 
     rng = random.Random(seed)
     for _, _, arch, op in grid_ops(seed=seed, n=1, archs=list_archs(), top=2048):
@@ -238,8 +245,9 @@ def test_window_slots_bound_the_des_from_below(seed):
             arch, op = view_for(arch, op, p), p.largest(op)
         op = replace(op, name="")
         _, _, mapping = rng.choice(list(candidates(arch, op)))
-        if Program(arch, op, mapping).n_steps <= 5000:
-            bound = window_slot_bound(Program(arch, op, mapping))
+        if Program(arch, op, mapping).n_steps <= 4096:
+            program = Program(arch, op, mapping)
+            bound = max(window_slot_bound(program), window_chains(program))
             assert bound <= simulate_program(Program(arch, op, mapping)).cycles
 
 

@@ -17,7 +17,7 @@ windows spanning groups may start groups early (``twin_prefetch.py``: a recurren
 groups gives back what the plain sum over-counts). Cycles throughout.
 
 The answer is the larger of that and a few chains of work that must run in sequence
-(:func:`_bounds`, :func:`_store_bound`, :func:`twin_groups.window_slot_bound`): every load on a
+(:func:`_bounds`, :func:`_store_bound`, ``twin_windows.py``): every load on a
 port then the last step's way in and out; every epilogue; every store after the first output
 tile; the accumulator slots, taken and freed in tile order, so tiles ``t, t + b, …`` hold one
 slot in turn; and likewise each input window's slots (its tiles' way in and the source's
@@ -32,12 +32,7 @@ from collections import defaultdict
 
 from accel_sim.engine.program import Program
 from accel_sim.engine.twin_chains import _bounds, _store_bound, load_bound
-from accel_sim.engine.twin_groups import (
-    _prefetch_idle,
-    _slot_chains,
-    _turnover,
-    window_slot_bound,
-)
+from accel_sim.engine.twin_groups import _prefetch_idle, _slot_chains, _turnover
 from accel_sim.engine.twin_prefetch import prefetch_saving
 from accel_sim.engine.twin_steps import (  # noqa: F401 - step_busy, output_tiles: public here too
     _BUBBLE,
@@ -56,6 +51,7 @@ from accel_sim.engine.twin_steps import (  # noqa: F401 - step_busy, output_tile
     output_tiles,
     step_busy,
 )
+from accel_sim.engine.twin_windows import window_chains, window_slot_bound
 
 
 def body_cycles(program: Program, fill: int = 0, ports: dict | None = None) -> int:
@@ -284,14 +280,15 @@ def twin_cycles(program: Program) -> int:
     # step 0 is on the critical path as fill + its compute; later steps add their share of the
     # busiest resource of their group
     estimate = fill + body_cycles(program, fill, ports) + drain
-    estimate = max(estimate, _store_bound(program, fill, ports), window_slot_bound(program))
+    estimate = max(estimate, _store_bound(program, fill, ports), window_slot_bound(program),
+                   window_chains(program))
     return _bounds(program, fill, estimate)
 
 
 def twin_floor(program: Program) -> float:
     """A lower bound on :func:`twin_cycles` that needs no group sums: the largest of the load
     ports' chains (part of :func:`_bounds`, which is at least each of them), the windows' slot
-    chains (:func:`twin_groups.window_slot_bound`, part of the estimate) and the compute
+    chains' mean (:func:`twin_windows.window_slot_bound`, part of the estimate) and the compute
     cycles. The latter holds because no adjustment of :func:`body_cycles` touches a group's
     compute: every group instance's span is at least its compute, so the body is at least
     Σ compute − the fill and the estimate fill + body + drain at least the compute cycles."""

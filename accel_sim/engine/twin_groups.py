@@ -7,8 +7,6 @@ tile queued ahead (:func:`_prefetch_idle`). Cycles throughout.
 
 from __future__ import annotations
 
-import math
-
 from accel_sim.engine.program import Program
 from accel_sim.engine.program_periods import _class_of
 from accel_sim.engine.twin_steps import _digit_count, _group_codes, _inside_k, _plan
@@ -124,40 +122,3 @@ def _prefetch_idle(program: Program, g: int, radix: int, outer: int,
                 out["compute"] = max(out.get("compute", 0), stall)
     return out
 
-
-def window_slot_bound(program: Program) -> float:
-    """A lower bound on the DES's cycles from the input windows' slots (-inf without any):
-    per hop into a level with ``b`` slots, every window takes a slot before its first tile
-    crosses and frees it only once its last step has left the level (the next hop moved it, or
-    the unit computed it), and windows take and free slots in step order, so windows ``w, w + b,
-    …`` hold one slot in turn and the run lasts at least ``Σ holds / b`` (the longest of those
-    ``b`` chains is at least their mean). A window's hold is at least its tiles' transfers on
-    the hop, the source's latency after the last of them and, when its closing step's own tile
-    crossed, that tile's next hop (or compute). Multi-step windows matter where the latency
-    exceeds the window's compute: 1760×153×48 FP16 on a 910B core's view (A kept in L2 for the
-    3 K steps of each of 28 output tiles, two slots, 500-cycle HBM latency) runs ~9,300
-    cycles, which the per-group sums (~4,500) miss. Cycles; computed once per program."""
-    cached = program.__dict__.get("_twin_window_slots")
-    if cached is not None:
-        return cached
-    mem = program.memory
-    links, hops = _plan(program)[:2]
-    best = -math.inf
-    for j, nxt, l0, latency, slots, _ in hops:
-        total = 0
-        for step, n in program._class_counts:
-            nbytes = step.link_bytes[j]
-            if not nbytes:
-                continue
-            hold = mem.transfer_cycles(*links[j], nbytes)
-            if step.opens[j]:
-                hold += latency
-            closes = step.closes_src[nxt] if nxt is not None else step.closes_l0[l0]
-            if closes:
-                hold += step.compute_cycles if nxt is None else mem.transfer_cycles(
-                    *links[nxt], step.link_bytes[nxt])  # fmt: skip
-            total += n * hold
-        if total:
-            best = max(best, total / slots)
-    program.__dict__["_twin_window_slots"] = best
-    return best

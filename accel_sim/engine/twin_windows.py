@@ -1,0 +1,144 @@
+"""The input windows' slot chains: lower bounds of the DES's cycles for the closed-form twin
+(``twin.py``). Cycles throughout.
+
+A window of A or B in a level (the steps of one iteration of its window loop, ``program.py``)
+takes one of the level's ``b`` slots before its first tile crosses the hop into the level, and
+frees it only once its last step has left the level: the next hop has moved it, or (in the
+level feeding the unit) the unit has computed it. One mover takes slots in step order and the
+next frees them in step order, so window ``w + b`` cannot start before window ``w`` has ended:
+windows ``w, w + b, w + 2b, …`` hold one slot in turn. A window's *hold* is at least, for any of
+its steps ``i`` whose tile crosses the hop, the hop's transfers of its steps up to ``i``, the
+source's latency, and the next hop's transfers (or the unit's compute) of its steps from ``i``
+on — a two-stage flow shop with a delay between the stages.
+
+* :func:`window_slot_bound`: from the step classes alone (no enumeration), the mean of the
+  ``b`` chains (the longest is at least their mean), with each hold bounded by its last loaded
+  step (then the closing step's next hop) or by its first (then every step's next hop).
+* :func:`window_chains`: for programs of at most :data:`ENUMERATE` steps, every window's hold
+  and the ``b`` chains themselves: chain ``r`` starts after the mover's transfers of the steps
+  before window ``r``, and the chain holding the last window ends with the last step's way to
+  the unit, its compute and the last output tile's way out.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from accel_sim.engine.program import Program
+from accel_sim.engine.twin_steps import _chain, _epilogue, _plan, _way_out
+
+#: Programs up to this many steps have their windows enumerated (:func:`window_chains`).
+ENUMERATE = 4096
+
+
+def _hop_plan(program: Program, j: int, nxt, l0: int) -> dict:
+    """Per distinct step class (by identity): (hop ``j``'s transfer cycles, the next hop's
+    transfer cycles or the unit's compute, opens a window, closes one)."""
+    mem = program.memory
+    links = _plan(program)[0]
+    out = {}
+    for step, _ in program._class_counts:
+        a = mem.transfer_cycles(*links[j], step.link_bytes[j]) if step.link_bytes[j] else 0
+        if nxt is None:
+            use, closes = step.compute_cycles, step.closes_l0[l0]
+        else:
+            nbytes = step.link_bytes[nxt]
+            use = mem.transfer_cycles(*links[nxt], nbytes) if nbytes else 0
+            closes = step.closes_src[nxt]
+        out[id(step)] = (a, use, bool(step.opens[j]), bool(closes))
+    return out
+
+
+def window_slot_bound(program: Program) -> float:
+    """The mean of every input hop's slot chains (module docstring), the largest over hops;
+    -inf without any. Computed once per program."""
+    cached = program.__dict__.get("_twin_window_slots")
+    if cached is not None:
+        return cached
+    best = -math.inf
+    for j, nxt, l0, latency, slots, _ in _plan(program)[1]:
+        plan = _hop_plan(program, j, nxt, l0)
+        last_loaded = first_loaded = 0  # Σ holds by each of the two flow-shop bounds
+        for step, n in program._class_counts:
+            a, use, opens, closes = plan[id(step)]
+            first_loaded += n * use
+            if a:
+                last_loaded += n * a
+                if opens:
+                    last_loaded += n * latency
+                    first_loaded += n * (a + latency)
+                if closes:
+                    last_loaded += n * use
+        if last_loaded:
+            best = max(best, max(last_loaded, first_loaded) / slots)
+    program.__dict__["_twin_window_slots"] = best
+    return best
+
+
+def _tail(program: Program, operand: str, k: int) -> int:
+    """From the end of hop ``chain[k + 1]``'s transfer of the last step (the end of the last
+    window of hop ``chain[k]``'s level; ``k`` = the last hop: its compute) to the end: the
+    step's way on to the unit, its compute and the last output tile's way out."""
+    mem, last = program.memory, program.step_at(program.n_steps - 1)
+    chain = _chain(program, operand)
+    out = _way_out(program, last, _epilogue(program, last.outputs), {})
+    if k + 1 >= len(chain):
+        return out
+    way = 0
+    for m in range(k + 1, len(chain)):
+        link, nbytes = program.links[chain[m]], last.link_bytes[chain[m]]
+        if nbytes:
+            way += mem.latency(link.src)
+            if m > k + 1:
+                way += mem.transfer_cycles(link.src, link.dst, nbytes)
+    return way + last.compute_cycles + out
+
+
+def window_chains(program: Program) -> float:
+    """The longest input slot chain over every hop, windows enumerated (module docstring);
+    -inf for programs of more than :data:`ENUMERATE` steps or without windows. Computed once
+    per program."""
+    cached = program.__dict__.get("_twin_window_chains")
+    if cached is not None:
+        return cached
+    best = -math.inf
+    n = program.n_steps
+    if n <= ENUMERATE:
+        codes = program.codes_at(np.arange(n, dtype=np.int64), canonical=False)
+        uniq, inverse = np.unique(codes, return_inverse=True)
+        classes = [id(program.class_of(int(c))) for c in uniq]
+        for j, nxt, l0, latency, slots, _ in _plan(program)[1]:
+            operand = program.links[j].operand
+            best = max(best, _hop_chains(program, j, nxt, l0, latency, slots, classes, inverse,
+                                         _chain(program, operand).index(j)))  # fmt: skip
+    program.__dict__["_twin_window_chains"] = best
+    return best
+
+
+def _hop_chains(program, j, nxt, l0, latency, slots, classes, inverse, k) -> float:
+    plan = _hop_plan(program, j, nxt, l0)
+    per_class = np.array([plan[c] for c in classes], dtype=np.int64)
+    a, use, opens, closes = (per_class[inverse, i] for i in range(4))
+    starts, ends = np.flatnonzero(opens), np.flatnonzero(closes)
+    n = len(a)
+    # windows are contiguous: each opens where the one before closed (else no bound)
+    if (not len(starts) or len(starts) != len(ends) or starts[0] != 0 or ends[-1] != n - 1
+            or np.any(starts[1:] != ends[:-1] + 1) or not a.any()):  # fmt: skip
+        return -math.inf
+    before = np.concatenate(([0], np.cumsum(a)))  # transfers of the steps before step i
+    after = np.concatenate((np.cumsum(use[::-1])[::-1], [0]))  # next-stage work from step i on
+    # the flow-shop bound at every loaded step, relative to its window's start and end
+    window = np.repeat(np.arange(len(starts)), ends - starts + 1)
+    at = before[1:] - before[starts][window] + latency + after[:-1] - after[ends + 1][window]
+    at = np.where(a > 0, at, 0)
+    holds = np.maximum(np.maximum.reduceat(at, starts), after[starts] - after[ends + 1])
+    best = -math.inf
+    count = len(starts)
+    for r in range(min(slots, count)):
+        chain = before[starts[r]] + holds[r::slots].sum()
+        if (count - 1) % slots == r:
+            chain += _tail(program, program.links[j].operand, k)
+        best = max(best, float(chain))
+    return best
