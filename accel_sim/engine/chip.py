@@ -30,10 +30,12 @@ from accel_sim.dataflow.plan import MatmulOp
 from accel_sim.engine.chip_grid import (
     Partition,
     Split,
+    core_view,
     merge_factor,
     merged,
     partition,
     reduce_cycles,
+    view_for,
 )
 from accel_sim.engine.counts import ActionCounts, matmul_counts
 from accel_sim.engine.des import simulate_program
@@ -44,47 +46,6 @@ from accel_sim.engine.twin import twin_cycles
 __all__ = ["MatmulRun", "Partition", "Split", "core_view", "merge_factor", "merged", "partition",
            "reduce_cycles", "scope", "simulate_matmul", "slowest_core", "stream_view",
            "view_for"]  # fmt: skip
-
-
-_VIEWS: dict[tuple, Arch] = {}
-
-
-def core_view(arch: Arch, active: int, merge: float = 1.0) -> Arch:
-    """One core of ``arch`` with ``1/active`` of every shared level's capacity, bandwidths and
-    in-flight window (a single-core :class:`Arch` the engine runs as it is). ``merge`` ≥ 1 (from
-    :func:`merge_factor`) is how many cores' requests one DRAM fetch serves on average: the
-    DRAM's share, a shared on-chip level's write (fill) share and capacity are ``merge`` times
-    larger; a shared level's reads stay ``1/active`` (each core reads its own copy)."""
-    if arch.cores == 1:
-        return arch
-    merge = round(min(max(merge, 1.0), active), 4)
-    key = (arch.fingerprint, active, merge)
-    view = _VIEWS.get(key)
-    if view is None:
-        levels = []
-        for i, level in enumerate(arch.memory):
-            if level.shared and active > 1:
-                fill = active / merge
-                read = fill if i == 0 else active
-                update = {
-                    "capacity_bytes": max(1, int(level.capacity_bytes // fill)),
-                    "read_bytes_per_cycle": level.read_bytes_per_cycle / read,
-                    "write_bytes_per_cycle": level.write_bytes_per_cycle / fill,
-                }
-                if level.max_inflight_bytes is not None:
-                    update["max_inflight_bytes"] = max(1, int(level.max_inflight_bytes // fill))
-                level = level.model_copy(update=update)
-            levels.append(level)
-        view = arch.model_copy(update={"cores": 1, "memory": levels})
-        if len(_VIEWS) >= 512:
-            _VIEWS.clear()
-        _VIEWS[key] = view
-    return view
-
-
-def view_for(arch: Arch, op: MatmulOp, p: Partition) -> Arch:
-    """The per-core view the slowest core of ``p`` runs on."""
-    return core_view(arch, p.active, merge_factor(arch, op, p))
 
 
 def slowest_core(arch: Arch, op: MatmulOp) -> tuple[Arch, MatmulOp]:

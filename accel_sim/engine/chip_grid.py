@@ -30,8 +30,10 @@ from accel_sim.arch.schema import Arch
 from accel_sim.arch.units.base import StepTile
 from accel_sim.dataflow.plan import MatmulOp
 from accel_sim.engine.counts import ActionCounts
+from accel_sim.engine.mapper import mapped_program
 from accel_sim.engine.memory import MemorySystem
 from accel_sim.engine.step_costs import matmul_efficiency, scale_bytes, tile_bytes
+from accel_sim.engine.twin import twin_cycles
 
 #: Dimensions a matmul is split along, in the order of :attr:`Partition.grid`.
 DIMS = ("count", "M", "N", "K")
@@ -132,6 +134,48 @@ def merge_factor(arch: Arch, op: MatmulOp, p: Partition) -> float:
     merge_a, merge_b = merged(arch)
     unique = (a / sn.parts if merge_a else a) + (b / sm.parts if merge_b else b) + c
     return (a + b + c) / unique if unique else 1.0
+
+
+# ----------------------------------------------------------------------------- views
+_VIEWS: dict[tuple, Arch] = {}
+
+
+def core_view(arch: Arch, active: int, merge: float = 1.0) -> Arch:
+    """One core of ``arch`` with ``1/active`` of every shared level's capacity, bandwidths and
+    in-flight window (a single-core :class:`Arch` the engine runs as it is). ``merge`` ≥ 1 (from
+    :func:`merge_factor`) is how many cores' requests one DRAM fetch serves on average: the
+    DRAM's share, a shared on-chip level's write (fill) share and capacity are ``merge`` times
+    larger; a shared level's reads stay ``1/active`` (each core reads its own copy)."""
+    if arch.cores == 1:
+        return arch
+    merge = round(min(max(merge, 1.0), active), 4)
+    key = (arch.fingerprint, active, merge)
+    view = _VIEWS.get(key)
+    if view is None:
+        levels = []
+        for i, level in enumerate(arch.memory):
+            if level.shared and active > 1:
+                fill = active / merge
+                read = fill if i == 0 else active
+                update = {
+                    "capacity_bytes": max(1, int(level.capacity_bytes // fill)),
+                    "read_bytes_per_cycle": level.read_bytes_per_cycle / read,
+                    "write_bytes_per_cycle": level.write_bytes_per_cycle / fill,
+                }
+                if level.max_inflight_bytes is not None:
+                    update["max_inflight_bytes"] = max(1, int(level.max_inflight_bytes // fill))
+                level = level.model_copy(update=update)
+            levels.append(level)
+        view = arch.model_copy(update={"cores": 1, "memory": levels})
+        if len(_VIEWS) >= 512:
+            _VIEWS.clear()
+        _VIEWS[key] = view
+    return view
+
+
+def view_for(arch: Arch, op: MatmulOp, p: Partition) -> Arch:
+    """The per-core view the slowest core of ``p`` runs on."""
+    return core_view(arch, p.active, merge_factor(arch, op, p))
 
 
 # ----------------------------------------------------------------------------- the grid
@@ -283,11 +327,7 @@ RESCORE = 6
 
 def _modelled(arch: Arch, op: MatmulOp, p: Partition) -> float:
     """Cycles of ``p`` by the closed-form model: its slowest core's part mapped and costed on
-    its per-core view (``engine/chip.py``), plus the K split's reduction."""
-    from accel_sim.engine.chip import view_for  # (chip.py builds on this module)
-    from accel_sim.engine.mapper import mapped_program
-    from accel_sim.engine.twin import twin_cycles
-
+    its per-core view (:func:`view_for`), plus the K split's reduction."""
     program = mapped_program(view_for(arch, op, p), p.largest(op))
     return twin_cycles(program) + reduce_cycles(arch, op, p.grid[3], p.active)[0]
 

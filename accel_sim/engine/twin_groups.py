@@ -121,4 +121,3 @@ def _prefetch_idle(program: Program, g: int, radix: int, outer: int,
                 stall = transfer + own + y_latency - (y_slots - 1) * middle.compute_cycles
                 out["compute"] = max(out.get("compute", 0), stall)
     return out
-
