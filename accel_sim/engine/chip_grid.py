@@ -1,4 +1,5 @@
-"""The grid of a matmul on a chip (``engine/chip.py``): how it is split across the cores.
+"""The grid of a matmul on a chip (``engine/chip.py``): how it is split across the cores, and
+the per-core views (:func:`core_view`, :func:`view_for`) its parts are mapped and run on.
 
 A matmul is split on a grid ``gm × gn × gk`` (rows of A, columns of B, the reduction dimension);
 each core runs one sub-GEMM with all of the op's instances (``count``: never split, since a
