@@ -15,9 +15,10 @@ on — a two-stage flow shop with a delay between the stages.
   ``b`` chains (the longest is at least their mean), with each hold bounded by its last loaded
   step (then the closing step's next hop) or by its first (then every step's next hop).
 * :func:`window_chains`: for programs of at most :data:`ENUMERATE` steps, every window's hold
-  and the ``b`` chains themselves: chain ``r`` starts after the mover's transfers of the steps
-  before window ``r``, and the chain holding the last window ends with the last step's way to
-  the unit, its compute and the last output tile's way out.
+  and the ``b`` chains themselves (``twin.twin_cycles`` asks for them only when the mean is
+  close to binding, ``twin.CHAINS_WHEN``): chain ``r`` starts after the mover's transfers of
+  the steps before window ``r``, and the chain holding the last window ends with the last
+  step's way to the unit, its compute and the last output tile's way out.
 """
 
 from __future__ import annotations
