@@ -273,7 +273,7 @@ def _drain(program: Program) -> int:
     return _way_out(program, last, done, free)
 
 
-#: The input windows' chains are enumerated (``twin_windows.window_chains``, numpy over every
+#: A hop's input window chains are enumerated (``twin_windows.window_chains``, numpy over every
 #: step) only when their mean is at least this share of the estimate: they exceed it by a
 #: mover's lead-in, the last step's tail and uneven windows, a few per cent where they bind.
 CHAINS_WHEN = 0.75
@@ -289,7 +289,7 @@ def twin_cycles(program: Program) -> int:
     slots = window_slot_bound(program)
     estimate = max(estimate, _store_bound(program, fill, ports), slots)
     if slots >= CHAINS_WHEN * estimate:  # (the enumerated chains exceed the mean a little)
-        estimate = max(estimate, window_chains(program))
+        estimate = max(estimate, window_chains(program, CHAINS_WHEN * estimate))
     return _bounds(program, fill, estimate)
 
 

@@ -52,13 +52,13 @@ def _hop_plan(program: Program, j: int, nxt, l0: int) -> dict:
     return out
 
 
-def window_slot_bound(program: Program) -> float:
-    """The mean of every input hop's slot chains (module docstring), the largest over hops;
-    -inf without any. Computed once per program."""
-    cached = program.__dict__.get("_twin_window_slots")
+def _hop_means(program: Program) -> dict[int, float]:
+    """Per input hop with loads (link index), the mean of its slot chains (module docstring).
+    Computed once per program."""
+    cached = program.__dict__.get("_twin_window_means")
     if cached is not None:
         return cached
-    best = -math.inf
+    means = {}
     for j, nxt, l0, latency, slots, _ in _plan(program)[1]:
         plan = _hop_plan(program, j, nxt, l0)
         last_loaded = first_loaded = 0  # Σ holds by each of the two flow-shop bounds
@@ -73,9 +73,14 @@ def window_slot_bound(program: Program) -> float:
                 if closes:
                     last_loaded += n * use
         if last_loaded:
-            best = max(best, max(last_loaded, first_loaded) / slots)
-    program.__dict__["_twin_window_slots"] = best
-    return best
+            means[j] = max(last_loaded, first_loaded) / slots
+    program.__dict__["_twin_window_means"] = means
+    return means
+
+
+def window_slot_bound(program: Program) -> float:
+    """The mean of every input hop's slot chains, the largest over hops; -inf without any."""
+    return max(_hop_means(program).values(), default=-math.inf)
 
 
 def _tail(program: Program, operand: str, k: int) -> int:
@@ -97,24 +102,31 @@ def _tail(program: Program, operand: str, k: int) -> int:
     return way + last.compute_cycles + out
 
 
-def window_chains(program: Program) -> float:
-    """The longest input slot chain over every hop, windows enumerated (module docstring);
-    -inf for programs of more than :data:`ENUMERATE` steps or without windows. Computed once
-    per program."""
-    cached = program.__dict__.get("_twin_window_chains")
-    if cached is not None:
-        return cached
+def window_chains(program: Program, floor: float = -math.inf) -> float:
+    """The longest input slot chain, windows enumerated (module docstring), over the hops whose
+    chains' mean is at least ``floor`` (the others are not enumerated); -inf for programs of
+    more than :data:`ENUMERATE` steps or without such hops. Each hop's is computed once per
+    program."""
+    if program.n_steps > ENUMERATE:
+        return -math.inf
+    done = program.__dict__.setdefault("_twin_window_chains", {})
     best = -math.inf
-    n = program.n_steps
-    if n <= ENUMERATE:
-        codes = program.codes_at(np.arange(n, dtype=np.int64), canonical=False)
-        uniq, inverse = np.unique(codes, return_inverse=True)
-        classes = [id(program.class_of(int(c))) for c in uniq]
-        for j, nxt, l0, latency, slots, _ in _plan(program)[1]:
+    means = _hop_means(program)
+    for j, nxt, l0, latency, slots, _ in _plan(program)[1]:
+        if means.get(j, -math.inf) < floor:
+            continue
+        chain = done.get(j)
+        if chain is None:
+            codes = done.get("codes")
+            if codes is None:
+                n = program.n_steps
+                raw = program.codes_at(np.arange(n, dtype=np.int64), canonical=False)
+                uniq, inverse = np.unique(raw, return_inverse=True)
+                codes = done["codes"] = ([id(program.class_of(int(c))) for c in uniq], inverse)
             operand = program.links[j].operand
-            best = max(best, _hop_chains(program, j, nxt, l0, latency, slots, classes, inverse,
-                                         _chain(program, operand).index(j)))  # fmt: skip
-    program.__dict__["_twin_window_chains"] = best
+            chain = done[j] = _hop_chains(program, j, nxt, l0, latency, slots, *codes,
+                                          _chain(program, operand).index(j))  # fmt: skip
+        best = max(best, chain)
     return best
 
 
