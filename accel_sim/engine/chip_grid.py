@@ -17,8 +17,7 @@ core's share, a merged operand's DRAM reads and fills once per grid row or colum
 (DRAM latency and the first tiles at a core's share of DRAM) and the reduction. The best few by
 that bound (those bounded below the model's cycles of the bound's choice) are re-ranked by the
 closed-form model of their slowest core, mapped on its per-core view; the DES runs only the
-winner. Units: cycles of the
-architecture's clock, bytes.
+winner. Units: cycles of the architecture's clock, bytes.
 """
 
 from __future__ import annotations

@@ -288,8 +288,8 @@ def twin_cycles(program: Program) -> int:
     estimate = fill + body_cycles(program, fill, ports) + drain
     slots = window_slot_bound(program)
     estimate = max(estimate, _store_bound(program, fill, ports), slots)
-    if slots >= CHAINS_WHEN * estimate:  # (the enumerated chains exceed the mean a little)
-        estimate = max(estimate, window_chains(program, CHAINS_WHEN * estimate))
+    # (the enumerated chains exceed their mean a little: only hops whose mean is close count)
+    estimate = max(estimate, window_chains(program, CHAINS_WHEN * estimate))
     return _bounds(program, fill, estimate)
 
 

@@ -36,10 +36,13 @@ ENUMERATE = 4096
 
 def _hop_plan(program: Program, j: int, nxt, l0: int) -> dict:
     """Per distinct step class (by identity): (hop ``j``'s transfer cycles, the next hop's
-    transfer cycles or the unit's compute, opens a window, closes one)."""
+    transfer cycles or the unit's compute, opens a window, closes one). Once per program."""
+    plans = program.__dict__.setdefault("_twin_hop_plans", {})
+    if j in plans:
+        return plans[j]
     mem = program.memory
     links = _plan(program)[0]
-    out = {}
+    out = plans[j] = {}
     for step, _ in program._class_counts:
         a = mem.transfer_cycles(*links[j], step.link_bytes[j]) if step.link_bytes[j] else 0
         if nxt is None:
@@ -117,17 +120,24 @@ def window_chains(program: Program, floor: float = -math.inf) -> float:
             continue
         chain = done.get(j)
         if chain is None:
-            codes = done.get("codes")
-            if codes is None:
-                n = program.n_steps
-                raw = program.codes_at(np.arange(n, dtype=np.int64), canonical=False)
-                uniq, inverse = np.unique(raw, return_inverse=True)
-                codes = done["codes"] = ([id(program.class_of(int(c))) for c in uniq], inverse)
             operand = program.links[j].operand
-            chain = done[j] = _hop_chains(program, j, nxt, l0, latency, slots, *codes,
+            chain = done[j] = _hop_chains(program, j, nxt, l0, latency, slots,
+                                          *_step_classes(program),
                                           _chain(program, operand).index(j))  # fmt: skip
         best = max(best, chain)
     return best
+
+
+def _step_classes(program: Program) -> tuple[list[int], np.ndarray]:
+    """(the distinct step classes by identity, each step's index into them). Once per
+    program."""
+    cached = program.__dict__.get("_twin_step_classes")
+    if cached is None:
+        raw = program.codes_at(np.arange(program.n_steps, dtype=np.int64), canonical=False)
+        uniq, inverse = np.unique(raw, return_inverse=True)
+        cached = ([id(program.class_of(int(c))) for c in uniq], inverse)
+        program.__dict__["_twin_step_classes"] = cached
+    return cached
 
 
 def _hop_chains(program, j, nxt, l0, latency, slots, classes, inverse, k) -> float:
