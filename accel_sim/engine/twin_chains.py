@@ -24,6 +24,7 @@ from accel_sim.engine.twin_steps import (
     _tile_code,
     _tile_steps,
     _way_out,
+    first_arrivals,
     output_tiles,
     step_busy,
 )
@@ -99,6 +100,7 @@ def load_bound(program: Program) -> float:
     # the longer of the two
     stores = _port_totals(program)[1]
     last_out = _store_ports(program, last, {}) if last.closes_accumulator else {}  # its ports
+    heads = _heads(program)
     for port, tail in tails.items():
         other = stores.get(port, 0) - last_out.get(port, 0)
         reach = last.compute_cycles + arrival.get(port, 0)
@@ -106,11 +108,24 @@ def load_bound(program: Program) -> float:
         if other and port in arrival:
             lead = min(_lead(program, *hop) for hop in leads[port])
             late = _late_stores(program, port, lead, tail + reach, other)
-        best = max(best, loads[port] + other - late + max(late, tail + reach) + finish - reach)
+        best = max(best, heads.get(port, 0) + loads[port] + other - late
+                   + max(late, tail + reach) + finish - reach)  # fmt: skip
     for port, extra in _suffix_extra(program).items():
-        best = max(best, loads[port] + _latency_tail(program, port) + finish + extra)
+        best = max(best, heads.get(port, 0) + loads[port] + _latency_tail(program, port)
+                   + finish + extra)  # fmt: skip
     program.__dict__["_twin_load_bound"] = best
     return best
+
+
+def _heads(program: Program) -> dict:
+    """Per port, the earliest cycle it can serve a load (:func:`twin_steps.first_arrivals`, the
+    least over the hops that use the port; 0 on DRAM's own port). No store can come earlier
+    either: it follows a compute, which waits for the first step's data."""
+    mem, heads = program.memory, {}
+    for j, at in first_arrivals(program).items():
+        for port in mem.hop_ports(program.links[j].src, program.links[j].dst):
+            heads[port] = min(heads.get(port, at), at)
+    return heads
 
 
 #: Steps before the last that :func:`_suffix_extra` considers (at most one output tile's).

@@ -21,6 +21,25 @@ def _chain(program: Program, operand: str) -> list[int]:
     return chain
 
 
+def first_arrivals(program: Program) -> dict[int, int]:
+    """Per input link, the earliest cycle its hop can start: the first step's data must first
+    come from DRAM to the hop's source (each hop before it on the operand's way in: its
+    transfer and its source's latency; 0 for a hop out of DRAM). Every later step's data comes
+    no earlier, and no compute or store precedes the first step's data. Once per program."""
+    cached = program.__dict__.get("_twin_first_arrivals")
+    if cached is None:
+        mem, first, cached = program.memory, program.step_at(0), {}
+        for operand in "AB":
+            at = 0
+            for j in _chain(program, operand):
+                link = program.links[j]
+                cached[j] = at
+                at += mem.transfer_cycles(link.src, link.dst, first.link_bytes[j])
+                at += mem.latency(link.src)
+        program.__dict__["_twin_first_arrivals"] = cached
+    return cached
+
+
 def _per_class(program: Program, name: str, code: int, build) -> dict[object, int]:
     """``build(program, code)``, cached per code under ``name`` and shared by the codes of equal
     step classes (``build`` must read only the step's class): the caller must not change it."""

@@ -9,7 +9,9 @@ next frees them in step order, so window ``w + b`` cannot start before window ``
 windows ``w, w + b, w + 2b, …`` hold one slot in turn. A window's *hold* is at least, for any of
 its steps ``i`` whose tile crosses the hop, the hop's transfers of its steps up to ``i``, the
 source's latency, and the next hop's transfers (or the unit's compute) of its steps from ``i``
-on — a two-stage flow shop with a delay between the stages.
+on — a two-stage flow shop with a delay between the stages. No chain starts before the first
+step's data have reached the hop's source (``twin_steps.first_arrivals``: the hops before it
+and their sources' latencies), which in a short program is a large part of the whole.
 
 * :func:`window_slot_bound`: from the step classes alone (no enumeration), the mean of the
   ``b`` chains (the longest is at least their mean), with each hold bounded by its last loaded
@@ -28,7 +30,7 @@ import math
 import numpy as np
 
 from accel_sim.engine.program import Program
-from accel_sim.engine.twin_steps import _chain, _epilogue, _plan, _way_out
+from accel_sim.engine.twin_steps import _chain, _epilogue, _plan, _way_out, first_arrivals
 
 #: Programs up to this many steps have their windows enumerated (:func:`window_chains`).
 ENUMERATE = 4096
@@ -75,8 +77,8 @@ def _hop_means(program: Program) -> dict[int, float]:
                     first_loaded += n * (a + latency)
                 if closes:
                     last_loaded += n * use
-        if last_loaded:
-            means[j] = max(last_loaded, first_loaded) / slots
+        if last_loaded:  # (every chain starts once the first data reach the hop's source)
+            means[j] = first_arrivals(program)[j] + max(last_loaded, first_loaded) / slots
     program.__dict__["_twin_window_means"] = means
     return means
 
@@ -116,14 +118,18 @@ def window_chains(program: Program, floor: float = -math.inf) -> float:
     best = -math.inf
     means = _hop_means(program)
     for j, nxt, l0, latency, slots, _ in _plan(program)[1]:
-        if means.get(j, -math.inf) < floor:
+        if j not in means:
             continue
         chain = done.get(j)
         if chain is None:
             operand = program.links[j].operand
+            k = _chain(program, operand).index(j)
+            # the last chain ends with the last step's tail, which the mean leaves out (it
+            # weighs in short programs)
+            if means[j] + _tail(program, operand, k) < floor:
+                continue
             chain = done[j] = _hop_chains(program, j, nxt, l0, latency, slots,
-                                          *_step_classes(program),
-                                          _chain(program, operand).index(j))  # fmt: skip
+                                          *_step_classes(program), k)  # fmt: skip
         best = max(best, chain)
     return best
 
@@ -159,8 +165,9 @@ def _hop_chains(program, j, nxt, l0, latency, slots, classes, inverse, k) -> flo
     holds = np.maximum(np.maximum.reduceat(at, starts), after[starts] - after[ends + 1])
     best = -math.inf
     count = len(starts)
+    head = first_arrivals(program)[j]  # no window opens before the first data reach the source
     for r in range(min(slots, count)):
-        chain = before[starts[r]] + holds[r::slots].sum()
+        chain = head + before[starts[r]] + holds[r::slots].sum()
         if (count - 1) % slots == r:
             chain += _tail(program, program.links[j].operand, k)
         best = max(best, float(chain))
