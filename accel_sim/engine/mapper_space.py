@@ -285,7 +285,10 @@ def _search_tiles(space: _Space) -> list[StepTile]:
     keep = set(maximal)
     dims = {1} | {"mkn".index(d) for d in (space.unit.streamed_dim(),) if d}
     for e in maximal:
-        for d in dims:
+        # a tile holding the whole output stores all of C after the last step; two or four
+        # output tiles overlap the first tiles' stores with the next ones' compute
+        whole = e[0] >= op.M and e[2] >= op.N
+        for d in dims | ({0, 2} if whole else set()):
             rest = e[:d] + e[d + 1 :]
             for div in (2, 4):
                 smaller = [v for v in along[d][rest] if v <= e[d] // div]
