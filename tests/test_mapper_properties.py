@@ -18,7 +18,7 @@ from accel_sim.arch.load import arch_from_dict, list_archs, load_arch
 from accel_sim.engine.agreement import GRID_DATAFLOWS, HARDWARE, more_hardware
 
 #: Allowed relative excess of the DES over the smaller configuration (see the module docstring)
-#: on these derandomized examples. On random cases the worst is larger (7.9–15.6 % on seeds 1–3
+#: on these derandomized examples. On random cases the worst is larger (5.9–14.2 % on seeds 1–3
 #: of benchmarks/bench_mapper_properties.py: docs/engine.md "Monotonicity" says why).
 SLACK = 0.03
 

@@ -256,8 +256,9 @@ def _search_tiles(space: _Space) -> list[StepTile]:
     least as much in every dimension, extents clipped to the GEMM), and each of those with K or
     the unit's streamed dimension (``ComputeUnit.streamed_dim``) halved or quartered: a shorter
     K step pipelines loads more finely, a shorter stream (M on a WS array, N on an IS one) lets a
-    block of the streamed operand stay resident across the other dimension's tiles; of tiles with
-    the same extents, the smallest."""
+    block of the streamed operand stay resident across the other dimension's tiles; a maximal
+    tile that holds the whole output also with M and N halved or quartered (its C would leave
+    only after the last step); of tiles with the same extents, the smallest."""
     op = space.op
     # per dimension: each extent (clipped to the GEMM) and the smallest step size giving it
     # (the unit's step tiles are every combination of its sizes per dimension)
