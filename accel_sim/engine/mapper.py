@@ -8,7 +8,9 @@ the plain nest, a block of all tiles the other order); K innermost or, for block
 one tile, above the block loop (the accumulator level then holds the block's partial sums across
 K, where its slots fit them); and per on-chip level the keep position of
 each operand it stages, chosen outermost level first so that an inner level never keeps more of an
-operand than its parent (it can only hold what came through). A level's choice minimises the time
+operand than its parent (it can only hold what came through); where a level on C's way out has
+more than two buffers, how many of them output tiles reserve (:func:`_best`). A level's choice
+minimises the time
 its parent link spends bringing data in (bytes crossing ÷ hop bandwidth), among the choices whose
 double-buffered footprints fit its capacity; more capacity only adds choices.
 
@@ -153,7 +155,49 @@ K_ABOVE_MARGIN = 0.05
 
 
 def _best(arch: Arch, op: MatmulOp) -> tuple[Mapping, Program]:
-    """The chosen mapping and its program (of the op without its name)."""
+    """The chosen mapping and its program (of the op without its name).
+
+    Every level on the output's way out reserves its buffers for output tiles (the accumulator
+    slots, the staging of C), so more of them would leave less room and fewer step tiles would
+    fit. Where a C level has more than two, the search runs once per cap ``c`` = 2 … the most
+    (each level keeping min(its buffers, c), pinned in the mapping) and keeps the best by the
+    model, fewer buffers on ties: an output buffer more then only adds a choice."""
+    top = max(lv.buffers for lv in arch.path("C")[1:])
+    if top <= 2:
+        return _best_for(arch, op)
+    unnamed, best = replace(op, name=""), None
+    for cap in range(2, top + 1):
+        mapping, _ = _best_for(_output_buffers_capped(arch, cap), op)
+        mapping = _pin_output_buffers(arch, mapping, cap)
+        program = Program(arch, unnamed, mapping)
+        steps = math.prod(lp.count for lp in mapping.loops)
+        dram = sum(b for ln, b in zip(program.links, program.link_bytes) if 0 in (ln.src, ln.dst))
+        key = (twin_cycles(program) * (1 + steps / STEP_WEIGHT), dram, steps)
+        if best is None or key < best[0]:
+            best = (key, mapping, program)
+    return best[1], best[2]
+
+
+def _output_buffers_capped(arch: Arch, cap: int) -> Arch:
+    """``arch`` with every on-chip level on C's way out keeping at most ``cap`` buffers."""
+    names = {lv.name for lv in arch.path("C")[1:]}
+    levels = [lv.model_copy(update={"buffers": min(lv.buffers, cap)}) if lv.name in names else lv
+              for lv in arch.memory]  # fmt: skip
+    return arch.model_copy(update={"memory": levels})
+
+
+def _pin_output_buffers(arch: Arch, mapping: Mapping, cap: int) -> Mapping:
+    """``mapping`` (found with C's levels capped at ``cap`` buffers) with those counts written
+    into its keep, so that it means the same on ``arch`` itself."""
+    index = {lv.name: i for i, lv in enumerate(arch.memory)}
+    listed = {key for key, _, _ in mapping.keep}
+    extra = tuple((("C", index[lv.name]), len(mapping.loops), min(lv.buffers, cap))
+                  for lv in arch.path("C")[1:] if ("C", index[lv.name]) not in listed)  # fmt: skip
+    return replace(mapping, keep=tuple(sorted(mapping.keep + extra)))
+
+
+def _best_for(arch: Arch, op: MatmulOp) -> tuple[Mapping, Program]:
+    """:func:`_best` on ``arch`` as it is."""
     space = _Space(arch, op)
     shortlist = _shortlist(space)
     if not shortlist:
