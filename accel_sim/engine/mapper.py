@@ -162,7 +162,7 @@ def _best(arch: Arch, op: MatmulOp) -> tuple[Mapping, Program]:
     fit. Where a C level has more than two, the search runs once per cap ``c`` = 2 … the most
     (each level keeping min(its buffers, c), pinned in the mapping) and keeps the best by the
     model, fewer buffers on ties: an output buffer more then only adds a choice."""
-    top = max(lv.buffers for lv in arch.path("C")[1:])
+    top = max((lv.buffers for lv in arch.path("C")[1:]), default=0)
     if top <= 2:
         return _best_for(arch, op)
     unnamed, best = replace(op, name=""), None
