@@ -117,17 +117,20 @@ def window_chains(program: Program, floor: float = -math.inf) -> float:
     done = program.__dict__.setdefault("_twin_window_chains", {})
     best = -math.inf
     means = _hop_means(program)
+    tails = program.__dict__.setdefault("_twin_window_tails", {})
     for j, nxt, l0, latency, slots, _ in _plan(program)[1]:
         if j not in means:
             continue
+        operand = program.links[j].operand
+        k = _chain(program, operand).index(j)
+        if j not in tails:
+            tails[j] = _tail(program, operand, k)
+        # the last chain ends with the last step's tail, which the mean leaves out (it weighs
+        # in short programs)
+        if means[j] + tails[j] < floor:
+            continue
         chain = done.get(j)
         if chain is None:
-            operand = program.links[j].operand
-            k = _chain(program, operand).index(j)
-            # the last chain ends with the last step's tail, which the mean leaves out (it
-            # weighs in short programs)
-            if means[j] + _tail(program, operand, k) < floor:
-                continue
             chain = done[j] = _hop_chains(program, j, nxt, l0, latency, slots,
                                           *_step_classes(program), k)  # fmt: skip
         best = max(best, chain)
