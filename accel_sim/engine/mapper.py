@@ -171,11 +171,15 @@ def _best(arch: Arch, op: MatmulOp) -> tuple[Mapping, Program]:
         mapping = _pin_output_buffers(arch, mapping, cap)
         program = Program(arch, unnamed, mapping)
         steps = math.prod(lp.count for lp in mapping.loops)
-        dram = sum(b for ln, b in zip(program.links, program.link_bytes) if 0 in (ln.src, ln.dst))
-        key = (twin_cycles(program) * (1 + steps / STEP_WEIGHT), dram, steps)
+        key = (twin_cycles(program) * (1 + steps / STEP_WEIGHT), _dram_bytes(program), steps)
         if best is None or key < best[0]:
             best = (key, mapping, program)
     return best[1], best[2]
+
+
+def _dram_bytes(program: Program) -> int:
+    """Bytes the program moves to and from DRAM (level 0), all links."""
+    return sum(b for ln, b in zip(program.links, program.link_bytes) if 0 in (ln.src, ln.dst))
 
 
 def _output_buffers_capped(arch: Arch, cap: int) -> Arch:
@@ -217,10 +221,9 @@ def _best_for(arch: Arch, op: MatmulOp) -> tuple[Mapping, Program]:
     def scored(mapping: Mapping) -> tuple:
         """(twin_floor × weight, weight, DRAM bytes, steps, program) of a candidate."""
         prog = Program(arch, unnamed, mapping)  # as estimate(), without per-port
-        dram = sum(b for ln, b in zip(prog.links, prog.link_bytes) if 0 in (ln.src, ln.dst))
         steps = math.prod(lp.count for lp in mapping.loops)
         weight = 1 + steps / STEP_WEIGHT
-        return twin_floor(prog) * weight, weight, dram, steps, prog
+        return twin_floor(prog) * weight, weight, _dram_bytes(prog), steps, prog
 
     # the twin re-scores the best-ranked candidate of each of the first RESCORE step tiles: the
     # fast bound ranks tiles less reliably than it ranks loop orders for one tile
@@ -267,8 +270,7 @@ def estimate(arch: Arch, op: MatmulOp, mapping: Mapping) -> Estimate:
     compute = prog.compute_cycles
     slowest = max(busy.items(), key=lambda kv: kv[1], default=("compute", 0))
     bound = slowest[0] if slowest[1] > compute else "compute"
-    dram = sum(b for ln, b in zip(prog.links, prog.link_bytes) if 0 in (ln.src, ln.dst))
-    return Estimate(twin_cycles(prog), compute, busy, prog.link_bytes, dram, bound)
+    return Estimate(twin_cycles(prog), compute, busy, prog.link_bytes, _dram_bytes(prog), bound)
 
 
 def map_matmul(arch: Arch, op: MatmulOp, key: tuple | None = None) -> Mapping:

@@ -274,8 +274,8 @@ def _drain(program: Program) -> int:
 
 
 #: A hop's input window chains are enumerated (``twin_windows.window_chains``, numpy over every
-#: step) only when their mean is at least this share of the estimate: they exceed it by a
-#: mover's lead-in, the last step's tail and uneven windows, a few per cent where they bind.
+#: step) only when their mean plus the last chain's tail is at least this share of the estimate:
+#: they exceed it by a mover's lead-in and uneven windows, a few per cent where they bind.
 CHAINS_WHEN = 0.75
 
 

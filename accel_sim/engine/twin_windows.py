@@ -132,7 +132,7 @@ def window_chains(program: Program, floor: float = -math.inf) -> float:
         chain = done.get(j)
         if chain is None:
             chain = done[j] = _hop_chains(program, j, nxt, l0, latency, slots,
-                                          *_step_classes(program), k)  # fmt: skip
+                                          *_step_classes(program), tails[j])  # fmt: skip
         best = max(best, chain)
     return best
 
@@ -149,7 +149,7 @@ def _step_classes(program: Program) -> tuple[list[int], np.ndarray]:
     return cached
 
 
-def _hop_chains(program, j, nxt, l0, latency, slots, classes, inverse, k) -> float:
+def _hop_chains(program, j, nxt, l0, latency, slots, classes, inverse, tail) -> float:
     plan = _hop_plan(program, j, nxt, l0)
     per_class = np.array([plan[c] for c in classes], dtype=np.int64)
     a, use, opens, closes = (per_class[inverse, i] for i in range(4))
@@ -172,6 +172,6 @@ def _hop_chains(program, j, nxt, l0, latency, slots, classes, inverse, k) -> flo
     for r in range(min(slots, count)):
         chain = head + before[starts[r]] + holds[r::slots].sum()
         if (count - 1) % slots == r:
-            chain += _tail(program, program.links[j].operand, k)
+            chain += tail
         best = max(best, float(chain))
     return best
