@@ -370,10 +370,10 @@ def _bounds(program: Program, fill: int, floor: int) -> int:
 def _store_bound(program: Program, fill: int, ports: dict | None = None) -> int:
     """A port that carries outputs cannot start storing before the first output tile reaches it:
     the first tile's last compute (after the fill, and after its last input tile arrived: the
-    group's loads on each port from time 0, then the way in the fill's tiles took and that step's
-    compute), its epilogue, then the C hops before the port; after which the port still has every
-    store (and whatever loads it has not finished) to serve. Binds when outputs dominate the
-    traffic (small K: the GEMM is a stream of output tiles)."""
+    group's loads on each port from when the first data reach it, then the way in the fill's
+    tiles took and that step's compute), its epilogue, then the C hops before the port; after
+    which the port still has every store (and whatever loads it has not finished) to serve.
+    Binds when outputs dominate the traffic (small K: the GEMM is a stream of output tiles)."""
     arch, n = program.arch, program.n_steps
     loads, stores = _port_totals(program)
     if not any(stores.values()):
@@ -402,9 +402,10 @@ def _store_bound(program: Program, fill: int, ports: dict | None = None) -> int:
             elif resource in ports:
                 first_loads[resource] += (cycles - down.get(resource, 0)) * times
     last_compute = program.step_at(group - 1).compute_cycles
-    done = max(
-        fill + compute, *(c + fill - ports[r] + last_compute for r, c in first_loads.items())
-    )
+    heads = _heads(program)  # (no load on a port before the first data reach it)
+    done = max(fill + compute,
+               *(heads.get(r, 0) + c + fill - ports[r] + last_compute
+                 for r, c in first_loads.items()))  # fmt: skip
     closing = program.step_at(group - 1)
     if program.op.epilogue_ops_per_output:
         lanes = arch.vector.bytes_per_cycle // 2
