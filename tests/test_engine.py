@@ -149,6 +149,29 @@ def test_twin_tracks_des_on_a_random_grid():
     assert errors.max() < 0.10
 
 
+def test_twin_tracks_des_on_the_views_chips_run():
+    """The chips' matmuls run on per-core views (``chip.slowest_core``: the slowest core's part,
+    with its share of the shared levels and merged DRAM fetches). There the model tracks the DES
+    less well than on single cores and misses the issue's targets (docs/engine.md, *Chips
+    measured on the views they run*): on 120 random matmuls (seed 7) p90 2.7 %, max 17.0 %
+    (p90 3.2 % before the first group's heads and the store stretch). This guards that state."""
+    import numpy as np
+
+    from accel_sim.arch.load import list_archs
+    from accel_sim.engine.agreement import agreement, grid_ops
+    from accel_sim.engine.chip import slowest_core
+
+    chips = [name for name in list_archs() if load_arch(name).cores > 1]
+    errors = []
+    for name, flow, arch, op in grid_ops(seed=7, n=120, archs=chips):
+        view, part = slowest_core(arch, op)
+        errors.append(abs(agreement(name, flow, view, part).error))
+    errors = np.array(errors)
+    assert np.median(errors) < 0.005
+    assert np.percentile(errors, 90) < 0.03
+    assert errors.max() < 0.20
+
+
 def test_suffix_of_the_last_tile_is_on_the_critical_path():
     """180x535x19 W4A4 on the edge NPU runs in 3 K steps (256, 256, 23 deep). Step 1 computes
     only after A and B of steps 0 and 1 crossed the one DRAM port (676 + 74 + 676 + 72 cycles)
