@@ -77,7 +77,7 @@ def load_bound(program: Program) -> float:
     out_last = _way_out(program, last, _epilogue(program, last.outputs), {}, arrival)
     best = -math.inf
     loads = _port_totals(program)[0]
-    tails, leads = _way_in(program, last)
+    tails, leads = _port_tails(program, last)
     finish = last.compute_cycles + out_last
     # a port that also stores serves every store but the last tile's around its loads; the
     # last load's way in, the last compute and the way out up to this port run while the
@@ -102,7 +102,7 @@ def load_bound(program: Program) -> float:
     return best
 
 
-def _way_in(program: Program, step) -> tuple[dict, dict]:
+def _port_tails(program: Program, step) -> tuple[dict, dict]:
     """(per port, the shortest way of ``step``'s data from the end of a transfer on the port to
     its arrival in the innermost level — the source latencies and the transfers of the hops
     after it —; per port, the hops of ``step`` on it as (operand, index in its chain))."""
