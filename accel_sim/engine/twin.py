@@ -36,6 +36,7 @@ from accel_sim.engine.twin_groups import _prefetch_idle, _slot_chains, _turnover
 from accel_sim.engine.twin_prefetch import prefetch_saving
 from accel_sim.engine.twin_steps import (  # noqa: F401 - step_busy, output_tiles: public here too
     _BUBBLE,
+    _acc_buffers,
     _chain,
     _digit_count,
     _downstream,
@@ -283,6 +284,41 @@ def _drain(program: Program) -> int:
 CHAINS_WHEN = 0.75
 
 
+def blocked_stores(program: Program) -> int:
+    """Cycles the unit stalls because output stores wait behind long window loads on their port.
+
+    With one-step output tiles each step ends with a store on the first C hop. A window of
+    several steps loads its tile at its first step; where that load crosses a port of the C
+    hop, the stores queued behind it wait (first come, first served, no preemption), each
+    holding its accumulator slot. The unit fills the other ``b − 1`` slots, one step each,
+    then waits for the first store: ``load − (b − 1) × compute − store`` per window load (at
+    least 0). 1442×325×1430 W8A8-static on rtx3090_chip (112×325×240 per core): B's 5.2 KB
+    window tile takes 290 cycles of the DRAM port every 7 steps of 82 cycles, and each time
+    the unit waits ~180 cycles for an accumulator slot."""
+    if _tile_steps(program) != 1:
+        return 0
+    mem, links = program.memory, program.links
+    slots = _acc_buffers(program)
+    c0 = _chain(program, "C")[0]
+    c_ports = set(mem.hop_ports(links[c0].src, links[c0].dst))
+    total, first = 0, program.step_at(0)  # (step 0's loads precede every store)
+    for j, link in enumerate(links):
+        if link.operand == "C" or not c_ports & set(mem.hop_ports(link.src, link.dst)):
+            continue
+        r = program.window(link.operand, link.dst)[0]
+        if math.prod(program.count[r + 1 :]) < 2:
+            continue  # one-step windows: loaded every step, queued ahead of the stores (_queued)
+        for step, n in program._class_counts:
+            if not (step.opens[j] and step.link_bytes[j]):
+                continue
+            load = max(c for port, c in mem.port_cycles(link.src, link.dst, step.link_bytes[j])
+                       if port in c_ports)  # fmt: skip
+            store = mem.transfer_cycles(links[c0].src, links[c0].dst, step.link_bytes[c0])
+            count = n - 1 if step is first else n
+            total += count * max(0, load - (slots - 1) * step.compute_cycles - store)
+    return total
+
+
 def twin_cycles(program: Program) -> int:
     """Closed-form estimate of :func:`accel_sim.engine.des.simulate_program`'s cycles."""
     fill, ports = _fill(program)
@@ -290,6 +326,9 @@ def twin_cycles(program: Program) -> int:
     # step 0 is on the critical path as fill + its compute; later steps add their share of the
     # busiest resource of their group
     estimate = fill + body_cycles(program, fill, ports) + drain
+    blocked = blocked_stores(program)
+    if blocked:  # the unit's own chain: its compute and its stalls behind blocked stores
+        estimate = max(estimate, fill + program.compute_cycles + blocked + drain)
     slots = window_slot_bound(program)
     estimate = max(estimate, _store_bound(program, fill, ports), slots)
     # (the enumerated chains exceed their mean a little: only hops whose mean is close count)
