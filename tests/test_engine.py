@@ -149,6 +149,23 @@ def test_twin_tracks_des_on_a_random_grid():
     assert errors.max() < 0.10
 
 
+def _chip_part(arch_name, flow_name, gemm, tile, loops, keep):
+    """(per-core view, slowest core's part, a factory of its program under the given mapping)
+    of the one matmul of ``flow_name`` on a chip: what the chip's DES runs for that part."""
+    from accel_sim.arch.units.base import StepTile
+    from accel_sim.dataflow.registry import get_dataflow
+    from accel_sim.engine.chip import slowest_core
+    from accel_sim.engine.mapping import Loop, Mapping
+    from accel_sim.engine.program import Program
+    from accel_sim.workload.gemm import Gemm
+
+    arch, flow = load_arch(arch_name), get_dataflow(flow_name)
+    (op,) = flow.build(Gemm(*gemm), arch, None, flow.resolve_knobs(None)).matmuls
+    view, part = slowest_core(arch, op)
+    mapping = Mapping(StepTile(*tile), tuple(Loop(d, n) for d, n in loops), keep)
+    return view, part, lambda: Program(view, replace(part, name=""), mapping)
+
+
 def test_stores_behind_a_long_window_load_stall_the_unit():
     """1442x325x1430 W8A8-static on rtx3090_chip runs as 112x325x240 per core. Under the mapping
     below each step (82 cycles) is one 16x16 output tile stored straight to DRAM (512 B: 29
@@ -159,28 +176,20 @@ def test_stores_behind_a_long_window_load_stall_the_unit():
     DES charges 2,212 cycles to store:L0C->DRAM; the model, which had no such term, said 11,610
     against the DES's 14,088 (-17.6 %). Ranked by the corrected model the mapper picks a
     mapping the DES runs in under 12,000 cycles."""
-    from accel_sim.arch.units.base import StepTile
-    from accel_sim.dataflow.registry import get_dataflow
-    from accel_sim.engine.chip import slowest_core
-    from accel_sim.engine.mapping import Loop, Mapping
-    from accel_sim.engine.program import Program
     from accel_sim.engine.twin import blocked_stores
-    from accel_sim.workload.gemm import Gemm
 
-    arch, flow = load_arch("rtx3090_chip"), get_dataflow("w8a8_static")
-    (op,) = flow.build(Gemm(1442, 325, 1430), arch, None, flow.resolve_knobs(None)).matmuls
-    view, part = slowest_core(arch, op)
-    assert (part.M, part.K, part.N) == (112, 325, 240)
-    loops = (Loop("b", 1), Loop("m", 1), Loop("n", 15), Loop("m", 7), Loop("n", 1), Loop("k", 1))
+    loops = (("b", 1), ("m", 1), ("n", 15), ("m", 7), ("n", 1), ("k", 1))
     keep = ((("A", 1), 3, 2), (("A", 2), 3, 2), (("A", 3), 6, 2), (("B", 1), 6, 2),
             (("B", 2), 6, 2), (("B", 4), 6, 2))  # fmt: skip
-    mapping = Mapping(StepTile(tm=16, tk=328, tn=16), loops, keep)
-    program = Program(view, replace(part, name=""), mapping)
+    view, part, build = _chip_part("rtx3090_chip", "w8a8_static", (1442, 325, 1430),
+                                   (16, 328, 16), loops, keep)  # fmt: skip
+    assert (part.M, part.K, part.N) == (112, 325, 240)
+    program = build()
     mem = program.memory
     assert mem.transfer_cycles(0, 1, 5264) == 290 and mem.transfer_cycles(5, 0, 512) == 29
     assert program.step_at(0).compute_cycles == 82
     assert blocked_stores(program) == 14 * (290 - 82 - 29)
-    des = simulate_program(Program(view, replace(part, name=""), mapping))
+    des = simulate_program(build())
     assert des.cycles == 14088 and des.stalls["store:L0C->DRAM"] == 2212
     assert abs(twin_cycles(program) - des.cycles) <= 0.10 * des.cycles
     assert simulate_program(mapped_program(view, part)).cycles < 12000
@@ -277,26 +286,18 @@ def test_the_first_group_loads_after_the_first_data_arrive():
     the single-buffered L0A window leaves the second M block's L1 reads after the last L1
     write). Ranked by the corrected model, the mapper picks a mapping the DES runs in under
     2,100 cycles."""
-    from accel_sim.arch.units.base import StepTile
-    from accel_sim.dataflow.registry import get_dataflow
-    from accel_sim.engine.chip import slowest_core
-    from accel_sim.engine.mapping import Loop, Mapping
-    from accel_sim.engine.program import Program
     from accel_sim.engine.twin_chains import _heads
-    from accel_sim.workload.gemm import Gemm
 
-    arch, flow = load_arch("ascend910b_chip"), get_dataflow("w8a8")
-    (op,) = flow.build(Gemm(89, 2525, 64), arch, None, flow.resolve_knobs(None)).matmuls
-    view, part = slowest_core(arch, op)
-    assert (part.M, part.K, part.N) == (32, 2525, 32)
-    loops = (Loop("b", 1), Loop("m", 2), Loop("n", 2), Loop("m", 1), Loop("n", 1), Loop("k", 5))
+    loops = (("b", 1), ("m", 2), ("n", 2), ("m", 1), ("n", 1), ("k", 5))
     keep = ((("A", 1), 5, 2), (("A", 2), 5, 2), (("A", 3), 5, 1), (("B", 1), 2, 2),
             (("B", 2), 2, 2), (("B", 4), 6, 2))  # fmt: skip
-    mapping = Mapping(StepTile(tm=16, tk=512, tn=16), loops, keep)
-    program = Program(view, replace(part, name=""), mapping)
+    view, part, build = _chip_part("ascend910b_chip", "w8a8", (89, 2525, 64), (16, 512, 16),
+                                   loops, keep)  # fmt: skip
+    assert (part.M, part.K, part.N) == (32, 2525, 32)
+    program = build()
     l1_write = (2, "w")
     assert _heads(program)[l1_write] == 24 + 500
-    des = simulate_program(Program(view, replace(part, name=""), mapping)).cycles
+    des = simulate_program(build()).cycles
     assert des == 2425
     assert abs(twin_cycles(program) - des) <= 0.12 * des
     assert simulate_program(mapped_program(view, part)).cycles < 2100
