@@ -151,8 +151,12 @@ def main() -> None:
     parser.add_argument("--monotone", action="store_true")
     parser.add_argument("--agreement", action="store_true")
     parser.add_argument("--seed", type=int, default=2)
-    parser.add_argument("--seeds", type=_seed_range, default=None,
-                        help="A-B: pool the --agreement draws of seeds A..B (overrides --seed)")
+    parser.add_argument(
+        "--seeds",
+        type=_seed_range,
+        default=None,
+        help="A-B: pool the --agreement draws of seeds A..B (overrides --seed)",
+    )
     parser.add_argument("--n", type=int, default=500)
     parser.add_argument("--skip-speed", action="store_true", help="only --monotone/--agreement")
     args = parser.parse_args()
