@@ -1,5 +1,6 @@
 """Seeded fuzz: the steady-state collapse is exact (cycles and the whole stall breakdown) on
-schema-valid edits of the cube's bandwidths, latencies, buffers and capacities × shapes × counts.
+schema-valid edits of the cube's bandwidths, latencies, buffers, capacities and bursts × shapes ×
+counts.
 
 The edits mirror what a design-space sweep does to an architecture file; the original engine's
 collapse differed here by up to 0.9 % (a store get already granted but not yet resumed was
@@ -42,11 +43,23 @@ def _edit(rng: random.Random, base: dict) -> dict:
     return data
 
 
+def _bursts(rng: random.Random, data: dict) -> dict:
+    """In half of the cases, some levels grant their ports a burst at a time (``burst_bytes``:
+    a transfer is then several grants, and the mover's state carries the bursts left). Drawn
+    from a generator of its own, so the other edits and the shapes stay those of the seed."""
+    if rng.random() < 0.5:
+        for level in data["memory"]:
+            if rng.random() < 0.5:
+                level["burst_bytes"] = rng.choice([512, 1000, 4096])
+    return data
+
+
 @pytest.mark.parametrize("seed", range(CASES))
 def test_collapse_on_off_identical(seed):
     rng = random.Random(seed)
     base = json.loads(load_arch("ascend_like_cube").model_dump_json())
-    arch = arch_from_dict(_edit(rng, base), f"fuzz-{seed}")
+    data = _bursts(random.Random(f"bursts-{seed}"), _edit(rng, base))
+    arch = arch_from_dict(data, f"fuzz-{seed}")
     precision = rng.choice(list(BITS))
     M, K, N = (rng.randint(1, 2048) for _ in range(3))
     op = MatmulOp("fuzz", M, K, N, precision, BITS[precision], BITS[precision],

@@ -114,6 +114,15 @@ class MemoryLevel(Strict):
         "(outstanding requests × request size). A stream runs at min(bandwidth, in-flight / "
         "latency) (Little's law); None = enough to cover latency × bandwidth",
     )
+    burst_bytes: StrictInt | None = Field(
+        None,
+        gt=0,
+        le=MAX_CAPACITY_BYTES,
+        description="bytes (1..2**50) a transfer into or out of this level moves per grant of "
+        "its ports: a longer tile holds them a burst at a time and queues again, first come, "
+        "first served, for the rest, so other requests interleave at burst granularity (a "
+        "memory controller's); None = a whole tile per grant",
+    )
     holds: list[Operand] = Field(min_length=1, description="operands staged in this level")
     buffers: StrictInt = Field(
         2, ge=1, le=4, description="tiles in flight per operand (2 = double buffering)"

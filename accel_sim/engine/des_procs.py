@@ -60,15 +60,21 @@ class _Mover(_Proc):
         self.latency = prog.memory.latency(link.src)
         self.upstream, self.up_slots, self.down_slots = upstream, up_slots, down_slots
         self.out_store, self.last_index = out_store, last_index
+        self.left = 0  # bursts of the current tile still to be granted (``burst_bytes``)
         self._plans: dict[int, tuple] = {}  # per raw class code: what this hop does (_plan)
         self._by_class: dict[int, tuple] = {}  # the same per step class (by identity)
         self.track = f"{link.label(prog.arch)} {link.operand}"
         self.process = self.env.process(self.run())
 
+    def state(self, j: int, now: int) -> tuple:
+        base = super().state(j, now)
+        return base + (self.left,) if self.left else base
+
     def _plan(self, code: int) -> tuple:
         """What this hop does at a step of class ``code``: (opens a destination slot, bytes,
-        closes the source's slot, ports as (phase, port, cycles) in acquisition order — one
-        global order, so no two hops wait on each other in a cycle —, release order)."""
+        closes the source's slot, ports held — in one global acquisition order, so no two hops
+        wait on each other in a cycle —, per grant of them (one unless the tile is longer than
+        a burst, ``MemorySystem.bursts``) the (cycles, port) release order)."""
         plan = self._plans.get(code)
         if plan is None:
             step = self.engine.program.class_of(code)
@@ -81,13 +87,14 @@ class _Mover(_Proc):
     def _build_plan(self, step) -> tuple:
         eng = self.engine
         nbytes = step.link_bytes[self.j]
-        hops = eng.program.memory.port_cycles(self.link.src, self.link.dst, nbytes)
-        held = tuple(eng.ports[port] for port, _ in hops)
-        releases = tuple(sorted(((cycles, eng.ports[port]) for port, cycles in hops),
-                                key=lambda e: e[0]))  # fmt: skip
+        bursts = eng.program.memory.bursts(self.link.src, self.link.dst, nbytes)
+        held = tuple(eng.ports[port] for port, _ in bursts[0])
+        grants = tuple(tuple(sorted(((cycles, eng.ports[port]) for port, cycles in hops),
+                                    key=lambda e: e[0]))
+                       for hops in bursts)  # fmt: skip
         opens = self.down_slots is not None and step.opens[self.j]
         closes = self.up_slots is not None and step.closes_src[self.j]
-        return (opens, nbytes, closes, held, releases)
+        return (opens, nbytes, closes, held, grants)
 
     def run(self):
         # (everything the loop reads that never changes is bound once; ``idx`` and ``t_mark``
@@ -113,7 +120,7 @@ class _Mover(_Proc):
                 return
             code = code_of(self.idx)
             plan = plans.get(code)
-            opens, nbytes, closes, held, releases = plan if plan is not None else plan_of(code)
+            opens, nbytes, closes, held, grants = plan if plan is not None else plan_of(code)
             # (C: every tile opens a slot further out; the accumulator's frees with its window)
             if opens:
                 self.phase = "slot"
@@ -140,12 +147,21 @@ class _Mover(_Proc):
                     self.rec_end()
                     self.rec_begin(f"{self.link.operand} tile", "transfer", {"step": self.idx},
                                    {"bytes": nbytes, "transfers": 1})  # fmt: skip
-                elapsed = 0
-                for cycles, port in releases:
-                    if cycles > elapsed:
-                        yield timeout(cycles - elapsed)
-                        elapsed = cycles
-                    release(port)
+                self.left = len(grants) - 1
+                for k, releases in enumerate(grants):
+                    if k:  # the next burst queues for the ports again
+                        wait = acquire(held, name)
+                        if wait is not None:
+                            self.phase = "ports"
+                            yield wait
+                        self.phase = "xfer"
+                        self.left -= 1
+                    elapsed = 0
+                    for cycles, port in releases:
+                        if cycles > elapsed:
+                            yield timeout(cycles - elapsed)
+                            elapsed = cycles
+                        release(port)
                 if rec is not None:
                     self.rec_end()
                 ready = env.now + latency

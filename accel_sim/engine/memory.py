@@ -15,6 +15,10 @@ the costs of vector and transfer operations (``run.py``) all time data movement 
   flight. By Little's law a stream then runs at ``min(bandwidth, in_flight / latency)``; with
   ``in_flight ≥ latency × bandwidth`` the latency is fully hidden. The architecture's
   ``efficiency["dram"]`` (GPU proxies' calibration) scales DRAM bandwidth.
+* **Bursts**: a level with ``burst_bytes`` grants a hop's ports a burst at a time; a longer tile
+  queues again (first come, first served) for each further burst, so a small load waits behind
+  one burst of a large store, not the whole tile (:meth:`MemorySystem.bursts`). Without it a
+  tile holds its ports from its first byte to its last.
 * **Streams** (vector and transfer operations) read and write one level through its ports.
 """
 
@@ -27,6 +31,8 @@ from accel_sim.arch.schema import Arch, MemoryLevel
 
 #: A port: (level index, "r" | "w" | "rw"); a shared-port level has the single port "rw".
 PortKey = tuple[int, str]
+#: A port and the cycles a transfer holds it.
+PortCycles = tuple[PortKey, int]
 
 
 #: Per memory configuration (the timing fields of every level and the DRAM efficiency): the
@@ -45,7 +51,8 @@ class MemorySystem:
         # computed once per memory configuration (every Program builds a MemorySystem)
         key = (arch.efficiency.get("dram", 1.0),
                tuple((lv.read_bytes_per_cycle, lv.write_bytes_per_cycle, lv.shared_port,
-                      lv.latency_cycles, lv.max_inflight_bytes) for lv in self.levels))  # fmt: skip
+                      lv.latency_cycles, lv.max_inflight_bytes, lv.burst_bytes)
+                     for lv in self.levels))  # fmt: skip
         tables = _TABLES.get(key)
         if tables is None:
             n = len(self.levels)
@@ -117,6 +124,24 @@ class MemorySystem:
         if len(rates) == 1:  # src == dst cannot happen; a shared port used both ways would
             return ((ports[0], math.ceil(nbytes / bandwidth)),)
         return tuple((port, math.ceil(nbytes / rate)) for port, rate in rates)
+
+    def bursts(self, src: int, dst: int, nbytes: int) -> tuple[tuple[PortCycles, ...], ...]:
+        """A hop's grants of its ports: one, ``port_cycles``, unless a level of the hop sets
+        ``burst_bytes`` (the smaller of the two) and the tile is larger; then ``ceil(bytes /
+        burst)`` grants, each port's cycles spread over them so that they sum to its
+        ``port_cycles`` (memoised like it)."""
+        key = ("bursts", src, dst, nbytes)
+        hit = self._port_memo.get(key)
+        if hit is None:
+            whole = self.port_cycles(src, dst, nbytes)
+            sizes = [b for b in (self.levels[src].burst_bytes, self.levels[dst].burst_bytes) if b]
+            n = math.ceil(nbytes / min(sizes)) if sizes and nbytes > 0 else 1
+            hit = (whole,) if n <= 1 else tuple(
+                tuple((port, -(-c * (k + 1) // n) - -(-c * k // n)) for port, c in whole)
+                for k in range(n)
+            )  # fmt: skip
+            self._port_memo[key] = hit
+        return hit
 
     def transfer_cycles(self, src: int, dst: int, nbytes: int) -> int:
         """Cycles a hop of ``nbytes`` holds its ports (0 bytes take no time)."""

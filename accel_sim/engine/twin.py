@@ -311,7 +311,8 @@ def blocked_stores(program: Program) -> int:
         for step, n in program._class_counts:
             if not (step.opens[j] and step.link_bytes[j]):
                 continue
-            load = max(c for port, c in mem.port_cycles(link.src, link.dst, step.link_bytes[j])
+            # (a level with ``burst_bytes`` makes the stores wait one burst of it, not all)
+            load = max(c for port, c in mem.bursts(link.src, link.dst, step.link_bytes[j])[0]
                        if port in c_ports)  # fmt: skip
             store = mem.transfer_cycles(links[c0].src, links[c0].dst, step.link_bytes[c0])
             count = n - 1 if step is first else n

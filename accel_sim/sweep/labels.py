@@ -28,6 +28,7 @@ FIELDS: dict[str, tuple[str, Any]] = {
     "pipeline_latency_cycles": ("pipeline latency", "cycles"),
     "startup_cycles": ("startup", "cycles"),
     "max_inflight_bytes": ("in-flight limit", BINARY),
+    "burst_bytes": ("burst", BINARY),
     "buffers": ("buffers", None),
     "clock_hz": ("clock", HERTZ),
     "block_m": ("block M", "elements"),
