@@ -221,7 +221,14 @@ def test_window_slots_bound_a_latency_bound_run():
     assert bound == 3 * 64 + 14 * 756 + tail
     stretch = 1 + (1 / (1 - 1344 / 12205) - 1) * 27 / 28
     stretched = window_chains(program(), span=12205)
-    assert stretched == pytest.approx(3 * 64 * stretch + 14 * (3 * 64 * stretch + 500 + 64) + tail)
+    hold = 3 * 64 * stretch + 500 + 64
+    odd = 3 * 64 * stretch + 14 * hold + tail  # windows 1, 3, ..., 27 (the last)
+    # windows 0, 2, ..., 26: window 0's tiles leave L2 beside B's three (48 cycles each on L2's
+    # read port, estimate only: twin_windows._shared_next), so it holds its slot 64 x stretch +
+    # 500 + 3 x (64 + 48); once window 26 has its slot, its first tile's way to the unit (64 +
+    # 500 + 64 + 100 + 32 + 10), the last 6 steps' compute (48 each) and the way out (96)
+    even = 64 * stretch + 500 + 3 * (64 + 48) + 12 * hold + 770 + 6 * 48 + 96
+    assert stretched == pytest.approx(max(odd, even)) and even > odd
     assert bound <= stretched <= des == 12205
     assert twin_cycles(program()) >= bound
 
@@ -253,3 +260,33 @@ def test_window_slots_bound_the_des_from_below(seed):
             program = Program(arch, op, mapping)
             bound = max(window_slot_bound(program), window_chains(program))
             assert bound <= simulate_program(Program(arch, op, mapping)).cycles
+
+
+def test_a_late_window_then_every_later_step_through_the_unit():
+    """540x166x419 W8A8 on ascend910b_chip runs as 48x166x419 per core: under the mapping below,
+    24 steps in 4 windows of B (one 128-wide N tile each, 6 K steps) through 2 L2 slots. Window
+    2 enters L2 only once window 0 has left it; its first tile then needs 29 cycles over the
+    core's HBM share (4,608 B at 163 B/cycle), HBM's 500 of latency, 32 into L1 (4,096 B at
+    128 B/cycle), L2's 100, 16 into L0B, L1's 10: 687 cycles to the unit. Every step from there
+    on follows on the unit, one after the other (6 x 24 + 6 x 9 = 198 cycles for the last, narrow
+    N tile's), then the last tiles' way out. The chains ended with the last step's own way in and
+    out; the model said 1,595 against the DES's 1,860 (-14.3 %)."""
+    import numpy as np
+
+    from accel_sim.engine.twin_windows import _step_classes, _unit_after, window_chains
+
+    loops = (("b", 1), ("m", 1), ("n", 4), ("m", 1), ("n", 1), ("k", 6))
+    keep = ((("A", 1), 5, 2), (("A", 2), 5, 2), (("A", 3), 5, 2), (("B", 1), 5, 2),
+            (("B", 2), 5, 2), (("B", 4), 5, 2))  # fmt: skip
+    view, part, build = _chip_part("ascend910b_chip", "w8a8", (540, 166, 419), (48, 32, 128),
+                                   loops, keep)  # fmt: skip
+    assert (part.M, part.K, part.N) == (48, 166, 419)
+    program = build()
+    hbm_to_l2_b = next(j for j, ln in enumerate(program.links) if ln.operand == "B")
+    way, computes, out = _unit_after(program, hbm_to_l2_b, *_step_classes(program))
+    assert way[12] == 29 + 500 + 32 + 100 + 16 + 10
+    assert computes[12] == 6 * 24 + 6 * 9 and np.all(np.diff(computes) < 0)
+    des = simulate_program(build()).cycles
+    assert des == 1860
+    assert window_chains(program) <= des  # a bound of the DES without the model's drain
+    assert abs(twin_cycles(program) - des) <= 0.05 * des

@@ -333,7 +333,7 @@ def twin_cycles(program: Program) -> int:
     slots = window_slot_bound(program)
     estimate = max(estimate, _store_bound(program, fill, ports), slots)
     # (the enumerated chains exceed their mean a little: only hops whose mean is close count)
-    estimate = max(estimate, window_chains(program, CHAINS_WHEN * estimate, estimate))
+    estimate = max(estimate, window_chains(program, CHAINS_WHEN * estimate, estimate, drain))
     return _bounds(program, fill, estimate)
 
 

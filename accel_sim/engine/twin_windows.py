@@ -27,6 +27,9 @@ and their sources' latencies), which in a short program is a large part of the w
   bound. On the chips' per-core views (small parts, DRAM latency, loads and stores on one
   port) it took rtx3090_chip's worst gap from -15 % to -8.7 % (``benchmarks/bench_chip.py
   --agreement``, seed 2, 300 cases).
+* Each window of a chain also bounds the end: once it has started, its first tile's way to the
+  unit, then every step from there on through the unit, one after the other, and the last
+  output tile's way out (:func:`_unit_after`; the model's drain in the estimate).
 """
 
 from __future__ import annotations
@@ -114,13 +117,16 @@ def _tail(program: Program, operand: str, k: int) -> int:
     return way + last.compute_cycles + out
 
 
-def window_chains(program: Program, floor: float = -math.inf, span: float = 0.0) -> float:
+def window_chains(program: Program, floor: float = -math.inf, span: float = 0.0,
+                  drain: float | None = None) -> float:  # fmt: skip
     """The longest input slot chain, windows enumerated (module docstring), over the hops whose
     chains' mean is at least ``floor`` (the others are not enumerated); -inf for programs of
     more than :data:`ENUMERATE` steps or without such hops. ``span`` > 0: the run's estimated
     cycles, to stretch the transfers by the output stores on their ports
     (:func:`_store_stretch`, the model's estimate); 0: no stretch, a lower bound of the DES.
-    Each hop's is computed once per program and span."""
+    ``drain``: the model's drain, ending the chains that run the rest of the steps through
+    the unit (:func:`_unit_after`) in the estimate; None: the last output tile's way out (the
+    bound). Each hop's is computed once per program, span and drain."""
     if program.n_steps > ENUMERATE:
         return -math.inf
     done = program.__dict__.setdefault("_twin_window_chains", {})
@@ -138,11 +144,11 @@ def window_chains(program: Program, floor: float = -math.inf, span: float = 0.0)
         # in short programs)
         if means[j] + tails[j] < floor:
             continue
-        chain = done.get((j, span))
+        chain = done.get((j, span, drain))
         if chain is None:
             classes, inverse = _step_classes(program)
-            chain = done[(j, span)] = _hop_chains(program, j, nxt, l0, latency, slots,
-                                                  classes, inverse, tails[j], span)  # fmt: skip
+            chain = done[(j, span, drain)] = _hop_chains(
+                program, j, nxt, l0, latency, slots, classes, inverse, tails[j], span, drain)
         best = max(best, chain)
     return best
 
@@ -173,7 +179,8 @@ def _step_classes(program: Program) -> tuple[list[int], np.ndarray]:
     return cached
 
 
-def _hop_chains(program, j, nxt, l0, latency, slots, classes, inverse, tail, span) -> float:
+def _hop_chains(program, j, nxt, l0, latency, slots, classes, inverse, tail, span,
+                drain) -> float:  # fmt: skip
     plan = _hop_plan(program, j, nxt, l0)
     per_class = np.array([plan[c] for c in classes], dtype=np.int64)
     a, use, opens, closes = (per_class[inverse, i] for i in range(4))
@@ -185,6 +192,8 @@ def _hop_chains(program, j, nxt, l0, latency, slots, classes, inverse, tail, spa
         return -math.inf
     if span > 0:  # (the output stores on the hop's ports meanwhile)
         a = a * _store_stretch(program, j, len(starts), span)
+        if nxt is not None:  # (and the other operand's tiles of the same steps on its ports)
+            use = use + _shared_next(program, j, nxt, classes, inverse)
     before = np.concatenate(([0], np.cumsum(a)))  # transfers of the steps before step i
     after = np.concatenate((np.cumsum(use[::-1])[::-1], [0]))  # next-stage work from step i on
     # the flow-shop bound at every loaded step, relative to its window's start and end
@@ -195,9 +204,80 @@ def _hop_chains(program, j, nxt, l0, latency, slots, classes, inverse, tail, spa
     best = -math.inf
     count = len(starts)
     head = first_arrivals(program)[j]  # no window opens before the first data reach the source
+    way, computes, out = _unit_after(program, j, classes, inverse)
+    # (the model's estimate ends with its drain, the last two output tiles' way out)
+    rest = computes + (out if drain is None else drain)
     for r in range(min(slots, count)):
         chain = head + before[starts[r]] + holds[r::slots].sum()
         if (count - 1) % slots == r:
             chain += tail
         best = max(best, float(chain))
+        # each window of the chain: its start, its first tile's way to the unit, then every
+        # step from there on through the unit, one after the other, and the last way out
+        first = starts[r::slots]
+        begin = head + before[starts[r]] + np.concatenate(([0], np.cumsum(holds[r::slots])[:-1]))
+        known = way[first] >= 0
+        if known.any():
+            best = max(best, float((begin + way[first] + rest[first])[known].max()))
     return best
+
+
+def _unit_after(program: Program, j: int, classes: list, inverse: np.ndarray) -> tuple:
+    """For input hop ``j``: (per step, the way of its tile from the start of its transfer on
+    the hop to the unit — the hop's and every later hop's transfer, each source's latency —,
+    or -1 where a later hop moves nothing at that step (the unit then takes data that came
+    earlier); per step, the compute of that step and every later one; the last output tile's
+    way out). Once per program and hop."""
+    cache = program.__dict__.setdefault("_twin_unit_after", {})
+    if j in cache:
+        return cache[j]
+    mem = program.memory
+    operand = program.links[j].operand
+    chain = _chain(program, operand)
+    inner = chain[chain.index(j):]
+    per_class, compute = {}, {}
+    for step, _ in program._class_counts:
+        total = 0
+        for m in inner:
+            link, nbytes = program.links[m], step.link_bytes[m]
+            if not nbytes:
+                total = -1
+                break
+            total += mem.transfer_cycles(link.src, link.dst, nbytes) + mem.latency(link.src)
+        per_class[id(step)], compute[id(step)] = total, step.compute_cycles
+    way = np.array([per_class[c] for c in classes], dtype=np.int64)[inverse]
+    comp = np.array([compute[c] for c in classes], dtype=np.int64)[inverse]
+    last = program.step_at(program.n_steps - 1)
+    out = _way_out(program, last, _epilogue(program, last.outputs), {})
+    cache[j] = (way, np.cumsum(comp[::-1])[::-1], out)
+    return cache[j]
+
+
+def _shared_next(program: Program, j: int, nxt: int, classes: list,
+                 inverse: np.ndarray) -> np.ndarray:  # fmt: skip
+    """Per step, the other input operand's cycles at that step on the busiest port of hop
+    ``nxt`` (the hop after ``j``) that its own hops share: a window leaves the level only as
+    fast as that port lets its tiles through beside the other operand's of the same steps,
+    which alternate with them there (first come, first served). 44×2911×157 W8A8-static on
+    ascend910b_chip (44×736×80 per core): B's tiles go from L2 into L1 at 32 cycles each, A's
+    at 44 through the same L1 write port, so B's first window leaves L2 after 76 cycles a step
+    and the third waits that long for its slot. Only in the estimate: where one operand's
+    mover runs ahead of the other they do not alternate."""
+    mem = program.memory
+    operand = program.links[j].operand
+    ports = set(mem.hop_ports(program.links[nxt].src, program.links[nxt].dst))
+    others = [m for m, ln in enumerate(program.links) if ln.operand not in (operand, "C")
+              and ports & set(mem.hop_ports(ln.src, ln.dst))]
+    per = {}
+    for step, _ in program._class_counts:
+        worst = 0
+        for port in ports:
+            total = 0
+            for m in others:
+                nb = step.link_bytes[m]
+                if nb:
+                    ln = program.links[m]
+                    total += sum(c for p, c in mem.port_cycles(ln.src, ln.dst, nb) if p == port)
+            worst = max(worst, total)
+        per[id(step)] = worst
+    return np.array([per[c] for c in classes], dtype=np.int64)[inverse]
