@@ -98,13 +98,24 @@ def window_slot_bound(program: Program) -> float:
     return max(_hop_means(program).values(), default=-math.inf)
 
 
+def _last_way_out(program: Program) -> int:
+    """The last output tile's way out after the last compute (its epilogue and every C hop),
+    cycles; once per program."""
+    cached = program.__dict__.get("_twin_last_way_out")
+    if cached is None:
+        last = program.step_at(program.n_steps - 1)
+        cached = _way_out(program, last, _epilogue(program, last.outputs), {})
+        program.__dict__["_twin_last_way_out"] = cached
+    return cached
+
+
 def _tail(program: Program, operand: str, k: int) -> int:
     """From the end of hop ``chain[k + 1]``'s transfer of the last step (the end of the last
     window of hop ``chain[k]``'s level; ``k`` = the last hop: its compute) to the end: the
     step's way on to the unit, its compute and the last output tile's way out."""
     mem, last = program.memory, program.step_at(program.n_steps - 1)
     chain = _chain(program, operand)
-    out = _way_out(program, last, _epilogue(program, last.outputs), {})
+    out = _last_way_out(program)
     if k + 1 >= len(chain):
         return out
     way = 0
@@ -247,9 +258,7 @@ def _unit_after(program: Program, j: int, classes: list, inverse: np.ndarray) ->
         per_class[id(step)], compute[id(step)] = total, step.compute_cycles
     way = np.array([per_class[c] for c in classes], dtype=np.int64)[inverse]
     comp = np.array([compute[c] for c in classes], dtype=np.int64)[inverse]
-    last = program.step_at(program.n_steps - 1)
-    out = _way_out(program, last, _epilogue(program, last.outputs), {})
-    cache[j] = (way, np.cumsum(comp[::-1])[::-1], out)
+    cache[j] = (way, np.cumsum(comp[::-1])[::-1], _last_way_out(program))
     return cache[j]
 
 
