@@ -167,7 +167,7 @@ def tile_pipeline(program: Program, fill: int, queued: dict[int, int], ahead: in
         cost[outer] = (compute, _epilogue(program, step.outputs),
                        0 if stream else queued.get(outer, 0),
                        mem.transfer_cycles(c0.src, c0.dst, nbytes), port,
-                       steps.get(outer, ()))  # fmt: skip
+                       steps.get(outer, ()), len(mem.bursts(c0.src, c0.dst, nbytes)))  # fmt: skip
     n_tiles = program.n_steps // math.prod(program.count[r + 1 :])
     kind, slots = (stream[0], stream[2]) if stream else (None, 0)
     latency = _way_in(program, stream[1]) if stream else 0
@@ -176,17 +176,25 @@ def tile_pipeline(program: Program, fill: int, queued: dict[int, int], ahead: in
     # and not yet computed, the port requests not yet served (time, kind: 0 load / 1 store,
     # cycles on the port, transfer, the window's further steps), the stream's latency, tiles
     # left, the stream's slots, when its mover is free, the windows waiting for it (request,
-    # steps), the steps of the tile that leaves ``k`` tiles, the stream's kind
+    # steps), the steps of the tile that leaves ``k`` tiles, the stream's kind, when each of
+    # the last windows frees its slot in the stream's destination and (that level's slots,
+    # cycles from a window's last transfer until it frees its slot) for a stream into an outer
+    # level, else None (:func:`_held`)
     state = [fill, fill, 0, [0] * b, n_tiles - ahead, [], [], latency, n_tiles, slots, 0, [],
-             _ahead(program, cost, n_tiles), kind]  # fmt: skip
+             _ahead(program, cost, n_tiles), kind, [], _held(program, stream)]  # fmt: skip
+    per = len(state[12](n_tiles)) if kind == "tile" else 1  # steps of a window
     first: list = []  # the first windows' steps, loaded from time 0
     for t in range(n_tiles if kind else 0):
         first += [x for _, x, _ in state[12](n_tiles - t)]
-        if len(first) >= slots * (len(state[12](n_tiles)) if kind == "tile" else 1):
+        if len(first) >= slots * per:
             break
-    for x in first[: slots * (len(state[12](n_tiles)) if kind == "tile" else 1)]:
+    for i, x in enumerate(first[: slots * per]):
+        if i % per == 0:  # a window's first step: it needs a slot in the destination
+            state[2] = max(state[2], _slot_free(state))
         state[2] += x
         state[5].append(state[2] + (latency if x else 0))
+        if i % per == per - 1:
+            _passed(state, state[2])
     state[10] = state[2]
     once = sum(3 * program._radix[i] for i in range(r + 1) if program.count[i] == 1)
     loops = [i for i in range(r + 1) if program.count[i] > 1]
@@ -216,6 +224,11 @@ def _serve(state: list, until: float) -> None:
         if pending[0][0] > until:
             break
         req, kind, port, transfer, rest = pending.pop(0)
+        if kind and rest[0] > 1:  # a store granted a burst at a time queues again for the rest
+            start, share = max(req, state[2]), (port // rest[0], transfer // rest[0])
+            state[2] = start + share[0]
+            pending.append((state[2], 1, port - share[0], transfer - share[1], (rest[0] - 1,)))
+            continue
         start = max(req, state[2]) if port else req  # (no bytes: no port, no latency)
         state[2] = start + port if port else state[2]
         if kind:  # a store: frees its accumulator slot once read
@@ -227,6 +240,7 @@ def _serve(state: list, until: float) -> None:
                 pending.append((start + transfer, 0, rest[0], rest[0], rest[1:]))
             else:  # the window has passed; the mover takes the next one
                 state[10] = start + transfer
+                _passed(state, start + transfer)
                 if state[11]:
                     _request(state, *state[11].pop(0))
 
@@ -234,7 +248,7 @@ def _serve(state: list, until: float) -> None:
 def _tile(state: list, cost: tuple) -> None:
     """One output tile of ``cost`` (compute, epilogue, queued loads, its first C hop's transfer
     and port cycles, its steps) through the recurrence, ``state`` updated (cycles)."""
-    compute, epilogue, queued, transfer, port, steps = cost
+    compute, epilogue, queued, transfer, port, steps, bursts = cost
     left, remaining = state[4], state[8]
     state[4], state[8] = left - 1, remaining - 1
     if left <= 0:
@@ -268,7 +282,7 @@ def _tile(state: list, cost: tuple) -> None:
     state[0], state[1] = c_end, v_end
     if not per_step and remaining > ahead:  # the window `slots` tiles later
         _window(state, c_end, tuple(x for _, x, _ in state[12](remaining - ahead)))
-    state[6].append((max(v_end, c_end + epilogue + queued), 1, port, transfer, ()))
+    state[6].append((max(v_end, c_end + epilogue + queued), 1, port, transfer, (bursts,)))
     _serve(state, c_end)
 
 
@@ -284,7 +298,43 @@ def _window(state: list, time: int, loads: tuple) -> None:
 def _request(state: list, time: int, parts: tuple) -> None:
     """Put a window's first step on the port's queue once the mover is free (its further steps
     follow it, :func:`_serve`)."""
-    state[6].append((max(time, state[10]), 0, parts[0], parts[0], parts[1:]))
+    state[6].append((max(time, state[10], _slot_free(state)), 0, parts[0], parts[0], parts[1:]))
+
+
+def _held(program: Program, stream: tuple | None) -> tuple[int, int] | None:
+    """For a stream into an outer level (``stream``: kind, hop, lead): (that level's slots,
+    cycles from a window's last transfer until it frees its slot there: the source's latency
+    and the next hop's transfer of a step's tile). A slot of an outer level is held while its
+    window is in flight, not only while it waits to be computed: with 2 slots in L2, window
+    ``w`` cannot be requested before window ``w − 2`` has arrived and moved on, however many
+    windows the inner levels could hold (144x11x1135 FP16 per core on rtx3090_chip: B's 600
+    cycles of DRAM latency keep its lead near 3 windows, not the 6 its levels' slots allow;
+    the model went from −16.2 % to −9.9 % of the DES). None when the stream feeds the unit
+    (its slot frees when the window is computed: the lead)."""
+    if stream is None:
+        return None
+    mem, links, j = program.memory, program.links, stream[1]
+    chain = _chain(program, links[j].operand)
+    if chain[-1] == j:
+        return None
+    nxt = chain[chain.index(j) + 1]
+    move = mem.transfer_cycles(links[nxt].src, links[nxt].dst, program.step_at(0).link_bytes[nxt])
+    return program.buffers(links[j].operand, links[j].dst), mem.latency(links[j].src) + move
+
+
+def _passed(state: list, end: int) -> None:
+    """A window of the stream has passed its hop at ``end``: note when it frees its slot."""
+    if state[15] is not None:
+        room, hold = state[15]
+        state[14].append(end + hold)
+        del state[14][:-room]
+
+
+def _slot_free(state: list) -> int:
+    """When the stream's next window has a slot in its destination (0: not bounded)."""
+    if state[15] is None or len(state[14]) < state[15][0]:
+        return 0
+    return state[14][-state[15][0]]
 
 
 def _stores(state: list) -> int:
@@ -301,7 +351,7 @@ def _relative(state: list) -> tuple:
     return (state[1] - ref, state[2] - ref, *(s - ref for s in state[3]),
             *(s - ref for s in state[5]), state[10] - ref,
             *((p[0] - ref, *p[1:]) for p in sorted(state[6])),
-            *((w[0] - ref, w[1]) for w in state[11]))  # fmt: skip
+            *((w[0] - ref, w[1]) for w in state[11]), *(s - ref for s in state[14]))  # fmt: skip
 
 
 def _shift(state: list, cycles: int, tiles: int) -> None:
@@ -316,6 +366,7 @@ def _shift(state: list, cycles: int, tiles: int) -> None:
     state[6][:] = [(p[0] + cycles, *p[1:]) for p in state[6]]
     state[10] += cycles
     state[11][:] = [(w[0] + cycles, w[1]) for w in state[11]]
+    state[14][:] = [s + cycles for s in state[14]]
 
 
 def _runs(state: list) -> Callable[[list, int], int]:
