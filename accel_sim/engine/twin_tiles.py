@@ -198,8 +198,9 @@ def tile_pipeline(program: Program, fill: int, queued: dict[int, int], ahead: in
             _passed(state, state[2])
     state[10] = state[2]
     for w in range(preload, slots):
-        if first[w * per : (w + 1) * per]:
-            _window(state, 0, tuple(first[w * per : (w + 1) * per]))
+        window = tuple(first[w * per : (w + 1) * per])
+        if window:
+            _window(state, 0, window)
     once = sum(3 * program._radix[i] for i in range(r + 1) if program.count[i] == 1)
     loops = [i for i in range(r + 1) if program.count[i] > 1]
     walk(program, loops, once, lambda code: _tile(state, cost[code]), _runs(state))
