@@ -76,9 +76,24 @@ class _StrictLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+def _problem(err: yaml.YAMLError) -> str:
+    """What is wrong, in a few words (a reader error names the character and its position)."""
+    problem = getattr(err, "problem", None) or "malformed YAML"
+    if isinstance(err, ConstructorError) and "unhashable" in str(problem):
+        problem = "a mapping key must be a plain value"
+    return str(problem)
+
+
 def load_yaml_text(text: str, source: str) -> Any:
     """Parse YAML ``text`` read from ``source`` (a file path, for messages)."""
-    loader = _StrictLoader(text)
+    try:  # (the reader checks the characters as it is built: a control character raises here)
+        loader = _StrictLoader(text)
+    except yaml.reader.ReaderError as err:
+        pos = err.position
+        line, column = text.count("\n", 0, pos) + 1, pos - text.rfind("\n", 0, pos)
+        code = err.character if isinstance(err.character, int) else ord(err.character)
+        why = f"malformed YAML at line {line}, column {column}: control character #x{code:04x}"
+        raise UserInputError(source, f"{why} is not allowed") from None
     try:
         return loader.get_single_data()
     except _Refused as err:
@@ -88,10 +103,7 @@ def load_yaml_text(text: str, source: str) -> Any:
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(err, "problem", None) or "malformed YAML"
-        if isinstance(err, ConstructorError) and "unhashable" in str(problem):
-            problem = "a mapping key must be a plain value"
-        raise UserInputError(source, f"malformed YAML{where}: {problem}") from None
+        raise UserInputError(source, f"malformed YAML{where}: {_problem(err)}") from None
     finally:
         loader.dispose()
 

@@ -41,6 +41,18 @@ def test_malformed_yaml(tmp_path, run_cli):
     assert "line " in line
 
 
+@pytest.mark.parametrize("content, where", [(b"\x00\x00", "line 1, column 1"),
+                                             (b"name: x\x1b\n", "line 1, column 8"),
+                                             (b"name: x\n\x07y: 1\n", "line 2, column 1")])
+def test_control_character_in_yaml(tmp_path, run_cli, content, where):
+    # (YAML's reader refuses these as the loader is built, before any parsing)
+    bad = tmp_path / "ctrl.yaml"
+    bad.write_bytes(content)
+    args, out = run_args(tmp_path, "--arch", str(bad))
+    line = assert_user_error(run_cli(args), str(bad), "control character", out=out)
+    assert where in line
+
+
 def test_truncated_yaml(tmp_path, run_cli):
     bad = tmp_path / "truncated.yaml"
     bad.write_text(ARCH_YAML.read_text(encoding="utf-8")[:1500])
