@@ -19,7 +19,8 @@ def parse_knobs(pairs: list[str] | None, source: str = "--knob") -> dict[str, di
     (``Dataflow.resolve_knobs``); this only checks the ``DATAFLOW.NAME=VALUE`` shape.
 
     Raises:
-        UserInputError: a pair without ``=`` or without ``DATAFLOW.`` before the name.
+        UserInputError: a pair without ``=`` or without ``DATAFLOW.`` before the name, or a
+            knob given twice.
     """
     out: dict[str, dict[str, Any]] = {}
     for pair in pairs or []:
@@ -31,5 +32,9 @@ def parse_knobs(pairs: list[str] | None, source: str = "--knob") -> dict[str, di
             parsed = json.loads(value)
         except json.JSONDecodeError:
             parsed = value
-        out.setdefault(flow, {})[name] = parsed
+        knobs = out.setdefault(flow, {})
+        if name in knobs:  # (as a duplicate key in a YAML file: never a silent last-wins)
+            raise UserInputError(source, f"{flow}.{name} is given twice ({knobs[name]!r} and "
+                                 f"{parsed!r}); give it once")  # fmt: skip
+        knobs[name] = parsed
     return out

@@ -98,3 +98,12 @@ def test_multi_row_json_has_totals_and_rows(run_cli):
 ], ids=["knob-rules-out-its-flow", "knob-for-flow-not-run"])  # fmt: skip
 def test_model_knobs(run_cli, args, needles):
     _one_line_error(run_cli(["model", "smollm2-135m", "--tokens", "8", *args]), *needles)
+
+
+@pytest.mark.parametrize("flow", ["llm_int8", "muxq"])
+@pytest.mark.parametrize("value", ["-1", "0"])
+def test_outlier_threshold_must_be_positive(run_cli, flow, value):
+    # (said before the missing outlier count, which would otherwise be the complaint)
+    code, _, err = run_cli(["run", "--gemm", "64x512x512", "--dataflow", flow,
+                            "--knob", f"{flow}.threshold={value}"])  # fmt: skip
+    assert code == 2 and f"{flow}.threshold: must be > 0" in err and "\n" not in err.strip()

@@ -63,7 +63,9 @@ def test_every_argument_of_every_command_has_help():
 
 @pytest.mark.parametrize(("value", "unit", "text"), [
     (9.56e-3, "s", "9.560 ms"), (4.6e-7, "s", "460.000 ns"), (2.4156e-2, "J", "24.156 mJ"),
-    (1.5e-6, "J", "1.500 µJ"), (0, "J", "0 J"), (3.2e3, "s", "3.200 ks"), (1.0, "J", "1.000 J"),
+    (1.5e-6, "J", "1.500 µJ"), (0, "J", "0 J"), (1.0, "J", "1.000 J"), (3.2e6, "J", "3.200 MJ"),
+    # seconds take no prefix above 1 ("Ms" reads like ms)
+    (3.2e3, "s", "3200.000 s"), (8.31311e8, "s", "8.313e+08 s"), (1.0, "s", "1.000 s"),
 ])  # fmt: skip
 def test_si_units_read_well(value, unit, text):
     assert si(value, unit) == text

@@ -224,6 +224,8 @@ def test_knob_syntax():
     for bad in ["osc", "osc=1", ".G=1", "osc.=1"]:
         with pytest.raises(UserInputError, match="DATAFLOW.NAME=VALUE"):
             parse_knobs([bad])
+    with pytest.raises(UserInputError, match=r"osc.G is given twice \(64 and 16\)"):
+        parse_knobs(["osc.G=64", "ops.tau=1", "osc.G=16"])  # never a silent last-wins
 
 
 def test_importing_model_run_does_not_import_the_cli():

@@ -212,6 +212,10 @@ BAD = [
     ({"grid": {"compute.block_m": []}}, "grid.compute.block_m: Value should have at least 1"),
     ({"grid": {"compute.blok_m": [8]}, "tie": {}}, "grid (compute.blok_m): unknown key"),
     ({"tie": {"compute.block_n": "compute.block_k"}}, "tie.compute.block_n"),
+    # a misspelt grid key with a tie to the right name: the message shows what is swept
+    ({"grid": {"compute.blok_m": [8]}}, "'compute.block_m' is not a swept parameter (grid or "
+                                        "zip: ['compute.blok_m'])"),
+    ({"tie": {"compute.block_m": "compute.block_m"}}, "compute.block_m is swept already"),
     ({"zip": [{"compute.block_k": [8, 16], "memory.L1.capacity_bytes": [1]}]}, "zip.0: lists"),
     ({"dataflows": ["w8a8", "w9a9"]}, "dataflows.1: unknown dataflow 'w9a9'"),
     ({"knobs": {"fp16": {"x": [1]}}}, "knobs: knobs for a dataflow not in"),

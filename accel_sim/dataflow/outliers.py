@@ -8,6 +8,10 @@ from accel_sim.errors import UserInputError
 def outlier_channel_count(gemm, stats, knobs, scheme: str) -> tuple[int, str]:
     """Number of outlier channels (any |x| > threshold): the ``outlier_channels`` knob when set,
     else the trace statistics; with neither, an error (never a hidden constant)."""
+    threshold = knobs.get("threshold", 6.0)
+    if not threshold > 0:  # (|x| > a negative threshold: every channel, a meaningless setting)
+        raise UserInputError("--knob", f"must be > 0 (an outlier is |x| > threshold), got "
+                             f"{threshold}", f"{scheme}.threshold")  # fmt: skip
     given = knobs.get("outlier_channels", -1)
     if given < -1:
         raise UserInputError("--knob", f"must be -1 (from the trace) or a count ≥ 0, got {given}",

@@ -121,7 +121,8 @@ def add_parser(subparsers) -> None:
         description="Lower one model (a shipped model file from workloads/models/, your own "
         "model YAML, or a Hugging Face config.json) to its GEMMs and vector work for one phase, "
         "simulate every row under each dataflow and print totals per dataflow and the share of "
-        "cycles per layer kind. Time in ms, energy in mJ, rates in tokens/s.",
+        "cycles per layer kind. Time and energy with SI prefixes (µs, ms, s; µJ, mJ, J), "
+        "rates in tokens/s.",
     )  # fmt: skip
     p.add_argument("name", nargs="?", metavar="NAME",
                    help="shipped model name (list them with --list; the files are in "

@@ -17,9 +17,12 @@ _SI_PREFIXES = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""), (1e-
 def si(value: float, unit: str) -> str:
     """``value`` in ``unit`` with the SI prefix that puts it in [1, 1000): 9.56e-3 s → '9.560 ms'.
 
-    Zero prints as ``0 <unit>``; values below the smallest prefix keep it (femto)."""
+    Zero prints as ``0 <unit>``; values below the smallest prefix keep it (femto). Seconds take
+    no prefix above 1 (``Ms`` reads like ms): 831.3e6 s → '8.313e+08 s'."""
     if value == 0:
         return f"0 {unit}"
+    if unit == "s" and abs(value) >= 1:
+        return f"{value:.3f} s" if abs(value) < 1e4 else f"{value:.3e} s"
     factor, prefix = _SI_PREFIXES[-1]
     for factor, prefix in _SI_PREFIXES:  # noqa: B007 - the first prefix that fits is kept
         if abs(value) >= factor:

@@ -116,8 +116,12 @@ def load_spec(path: str | Path) -> Sweep:
     if len(set(swept)) != len(swept):
         raise UserInputError(src, "a parameter appears in more than one axis", "grid")
     for target, source in spec.tie.items():
-        if source not in swept or target in swept:
-            raise UserInputError(src, f"tie a new parameter to one of {swept}", f"tie.{target}")
+        if target in swept:
+            raise UserInputError(src, f"{target} is swept already; tie a parameter that is not",
+                                 f"tie.{target}")  # fmt: skip
+        if source not in swept:
+            raise UserInputError(src, f"{source!r} is not a swept parameter (grid or zip: "
+                                 f"{swept})", f"tie.{target}")  # fmt: skip
     check_grid_size(spec, axes, src)  # before the base architecture is even read
     arch_path = resolve_arch_path(spec.base_arch)
     load_arch(arch_path)  # a bad base architecture is reported against its own file
