@@ -97,6 +97,21 @@ def test_truncated_trace(tmp_path, capsys):
     _user_error(_run(capsys, ["run", "--trace", copy]), "stats.json")
 
 
+def test_truncated_gemms_csv_is_named(tmp_path, capsys):
+    # cut after a whole row: the CSV still parses, the manifest's count gives it away (the
+    # stats.json of the full trace would otherwise be blamed)
+    import shutil
+
+    from accel_sim.workload.trace import TRACE_DIR
+
+    copy = tmp_path / "t"
+    shutil.copytree(TRACE_DIR / "all-minilm-l6-v2", copy)
+    rows = (copy / "gemms.csv").read_text().splitlines(keepends=True)
+    (copy / "gemms.csv").write_text("".join(rows[:11]))
+    _user_error(_run(capsys, ["run", "--trace", copy]), "gemms.csv",
+                "10 GEMM rows but manifest.json says gemm_count 36")
+
+
 def test_unknown_model(tmp_path, capsys):
     _user_error(_run(capsys, ["trace", "capture", "--model", "gpt-7", "--out", tmp_path / "x"]),
                 "gpt-7")  # fmt: skip
@@ -125,6 +140,7 @@ def _tiny_trace(tmp_path, mutate_stats=None, mutate_manifest=None, mutate_csv=No
     stats = json.loads((src / "stats.json").read_text())
     stats["gemms"] = stats["gemms"][:2]
     manifest = json.loads((src / "manifest.json").read_text())
+    manifest["gemm_count"] = 2
     csv = "".join((src / "gemms.csv").read_text().splitlines(keepends=True)[:3])
     for data, mutate in ((stats, mutate_stats), (manifest, mutate_manifest)):
         if mutate is not None:

@@ -125,6 +125,10 @@ def load_trace(name_or_path: str | Path) -> Trace:
                              f"level, got {type(manifest).__name__}")  # fmt: skip
     _validated(trace_schema.Manifest, manifest, str(path / "manifest.json"))
     gemms = _gemms(path)
+    expected = manifest.get("gemm_count")
+    if isinstance(expected, int) and expected != len(gemms):  # (a cut file: blame the right one)
+        raise UserInputError(str(path / "gemms.csv"), f"{len(gemms)} GEMM rows but manifest.json "
+                             f"says gemm_count {expected} (truncated or edited?)")  # fmt: skip
     stats_path = path / "stats.json"
     stats = read_json_file(stats_path, "file (not a compact trace?)")
     if not isinstance(stats, dict):
