@@ -48,7 +48,7 @@ DATAFLOWS: dict[str, Dataflow] = _collect()
 
 def get_dataflow(name: str, source: str = "--dataflow") -> Dataflow:
     if name not in DATAFLOWS:
-        raise UserInputError(source, f"unknown dataflow {name!r}; known: {sorted(DATAFLOWS)}")
+        raise UserInputError(source, f"unknown dataflow {name!r}; known: {list(DATAFLOWS)}")
     return DATAFLOWS[name]
 
 
