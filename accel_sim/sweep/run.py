@@ -14,6 +14,7 @@ import json
 import logging
 import socket
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Iterator
@@ -150,6 +151,19 @@ def _table(points: list[Point], rows: dict[str, dict], sweep: Any) -> Any:
     return build_table(table_rows, sweep.spec.baseline, [*swept, "workload"])
 
 
+def _warm_plots() -> None:
+    """Import the plotting code and load matplotlib's font list (~0.5 s), so that the plots
+    written after the points cost only their drawing; a failure here is the plots' to report."""
+    try:
+        from matplotlib import font_manager
+
+        from accel_sim.sweep import plot  # noqa: F401
+
+        font_manager.findfont("DejaVu Sans")
+    except Exception:  # noqa: BLE001 - the import is tried again where the plots are drawn
+        pass
+
+
 def write_outputs(df: pd.DataFrame, out: Path, heatmap_axes: list[str], title: str,
                   base_arch: dict | None = None) -> None:  # fmt: skip
     """``results.parquet``, ``results.csv``, ``pareto.png`` and ``heatmap.png`` in ``out``."""
@@ -187,7 +201,11 @@ def run_sweep(spec_path: str | Path, out_dir: str | Path, scheduler: Any = None,
                    dynamic_ncols=True)  # fmt: skip
         with bar:
             if todo:
+                # the plots' imports (matplotlib, its fonts) load while this process waits
+                warm = threading.Thread(target=_warm_plots, daemon=True)
+                warm.start()
                 _execute(todo, points_dir, client, near, bar, str(sweep.path), rows)
+                warm.join()
     df = _table(points, rows, sweep)
     swept = [*points[0].params]
     write_outputs(df, out, sweep.spec.heatmap or [*swept, "workload", "variant"][:2], sweep.name,
