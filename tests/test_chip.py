@@ -172,7 +172,7 @@ def test_run_and_explain_on_the_chip(run_cli):
     code, out, err = run_cli(["run", "--arch", CHIP, "--gemm", "2048x4096x4096"])
     assert code == 0 and "ascend910b_chip" in out
     code, out, err = run_cli(["run", "--arch", CHIP, "--gemm", "2048x4096x4096", "--explain"])
-    assert code == 0 and "partition: M 2048 in 3 x 688" in out and "24 of 24 cores busy" in out
+    assert code == 0 and "partition: M 2048 in 8 x 256" in out and "24 of 24 cores busy" in out
     [explained] = accel_sim.explain(CHIP, "2048x4096x4096", "w8a8_static")
     assert explained.cycles == accel_sim.simulate(CHIP, "2048x4096x4096", "w8a8_static").cycles
 

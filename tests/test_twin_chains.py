@@ -18,9 +18,11 @@ from accel_sim.engine.twin import twin_cycles
 
 CUBE = "ascend_like_cube"
 
-def _chip_part(arch_name, flow_name, gemm, tile, loops, keep):
+def _chip_part(arch_name, flow_name, gemm, tile, loops, keep, split=None):
     """(per-core view, slowest core's part, a factory of its program under the given mapping)
-    of the one matmul of ``flow_name`` on a chip: what the chip's DES runs for that part."""
+    of the one matmul of ``flow_name`` on a chip: what the chip's DES runs for that part.
+    ``split``: the per-core (M, N) of the partition, pinned (else the partitioner's choice),
+    so that the case stays the one described whatever grid the partitioner ranks first."""
     from accel_sim.arch.units.base import StepTile
     from accel_sim.dataflow.registry import get_dataflow
     from accel_sim.engine.chip import slowest_core
@@ -30,7 +32,14 @@ def _chip_part(arch_name, flow_name, gemm, tile, loops, keep):
 
     arch, flow = load_arch(arch_name), get_dataflow(flow_name)
     (op,) = flow.build(Gemm(*gemm), arch, None, flow.resolve_knobs(None)).matmuls
-    view, part = slowest_core(arch, op)
+    if split is None:
+        view, part = slowest_core(arch, op)
+    else:
+        from accel_sim.engine.chip import Partition, Split, view_for
+
+        p = Partition((Split(op.count, op.count), Split(op.M, split[0]), Split(op.N, split[1]),
+                       Split(op.K, op.K)))  # fmt: skip
+        view, part = view_for(arch, op, p), p.largest(op)
     mapping = Mapping(StepTile(*tile), tuple(Loop(d, n) for d, n in loops), keep)
     return view, part, lambda: Program(view, replace(part, name=""), mapping)
 
@@ -51,7 +60,7 @@ def test_stores_behind_a_long_window_load_stall_the_unit():
     keep = ((("A", 1), 3, 2), (("A", 2), 3, 2), (("A", 3), 6, 2), (("B", 1), 6, 2),
             (("B", 2), 6, 2), (("B", 4), 6, 2))  # fmt: skip
     view, part, build = _chip_part("rtx3090_chip", "w8a8_static", (1442, 325, 1430),
-                                   (16, 328, 16), loops, keep)  # fmt: skip
+                                   (16, 328, 16), loops, keep, (112, 240))  # fmt: skip
     assert (part.M, part.K, part.N) == (112, 325, 240)
     program = build()
     mem = program.memory
@@ -196,7 +205,7 @@ def test_the_first_group_loads_after_the_first_data_arrive():
     keep = ((("A", 1), 5, 2), (("A", 2), 5, 2), (("A", 3), 5, 1), (("B", 1), 2, 2),
             (("B", 2), 2, 2), (("B", 4), 6, 2))  # fmt: skip
     view, part, build = _chip_part("ascend910b_chip", "w8a8", (89, 2525, 64), (16, 512, 16),
-                                   loops, keep)  # fmt: skip
+                                   loops, keep, (32, 32))  # fmt: skip
     assert (part.M, part.K, part.N) == (32, 2525, 32)
     program = build()
     l1_write = (2, "w")
@@ -314,7 +323,7 @@ def test_a_late_window_then_every_later_step_through_the_unit():
     keep = ((("A", 1), 5, 2), (("A", 2), 5, 2), (("A", 3), 5, 2), (("B", 1), 5, 2),
             (("B", 2), 5, 2), (("B", 4), 5, 2))  # fmt: skip
     view, part, build = _chip_part("ascend910b_chip", "w8a8", (540, 166, 419), (48, 32, 128),
-                                   loops, keep)  # fmt: skip
+                                   loops, keep, (48, 419))  # fmt: skip
     assert (part.M, part.K, part.N) == (48, 166, 419)
     program = build()
     hbm_to_l2_b = next(j for j, ln in enumerate(program.links) if ln.operand == "B")

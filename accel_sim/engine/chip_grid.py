@@ -13,11 +13,12 @@ apply the epilogue, costed as one streaming pass over DRAM by :class:`MemorySyst
 **Choice of grid.** Grids are ranked by a bound in cycles: the slowest core's compute time (the
 unit's step timing over its sub-GEMM, edges padded; divided by the matmul efficiency) vs the
 busiest port if every operand crossed every level on its path once (a shared level at the slowest
-core's share, a merged operand's DRAM reads and fills once per grid row or column), plus a fill
-(DRAM latency and the first tiles at a core's share of DRAM) and the reduction. The best few by
-that bound (those bounded below the model's cycles of the bound's choice) are re-ranked by the
-closed-form model of their slowest core, mapped on its per-core view; the DES runs only the
-winner. Units: cycles of the architecture's clock, bytes.
+core's share, a merged operand's DRAM reads and fills once per grid row or column): the larger
+of the compute after a fill (DRAM latency and the smallest step tile's A and B at a core's share
+of DRAM: no mapping starts sooner) and the busiest port followed by DRAM's latency, plus the
+reduction. The best few by that bound (those bounded below the model's cycles of the bound's
+choice) are re-ranked by the closed-form model of their slowest core, mapped on its per-core
+view; the DES runs only the winner. Units: cycles of the architecture's clock, bytes.
 """
 
 from __future__ import annotations
@@ -321,8 +322,12 @@ TIE = 0.005
 #: model's cycles of that choice) the closed-form model of their slowest core re-ranks
 #: (:func:`_modelled`): the bound ranks grids less reliably than the model (rtx3090_chip with
 #: every rate ×2, 1951×1823×787 W8A8: the bound picked 13×5 cores, 51,033 DES cycles; the
-#: model 16×4, 36,561).
-RESCORE = 6
+#: model 16×4, 36,561). Ten rather than six since the bound stopped counting the fill twice:
+#: more grids are bounded below the model's cycles of the bound's choice, and with six the one
+#: the model prefers was sometimes not among them (ascend910b_chip, 1814×838×1264 W4A4-static,
+#: every rate ×2: 8,756 DES cycles on 3 × 4 cores before, 7,831 on 2 × 10 now, against 8,080
+#: for the unedited chip; ``docs/engine.md``, "Monotonicity").
+RESCORE = 10
 
 
 def _modelled(arch: Arch, op: MatmulOp, p: Partition) -> float:
@@ -334,8 +339,8 @@ def _modelled(arch: Arch, op: MatmulOp, p: Partition) -> float:
 
 def partition(arch: Arch, op: MatmulOp) -> Partition:
     """The grid of ``op`` on ``arch`` with the lowest bound (module docstring); among grids
-    within :data:`TIE` of it, the fewest K parts, then the fewest active cores (larger parts:
-    less of each core's time is fill, which the bound only estimates). That one and the next
+    within :data:`TIE` of it, the fewest K parts, then the most busy cores (more per-core
+    ports: slack the bound does not see). That one and the next
     best-bounded grids whose bound is below its modelled cycles (:data:`RESCORE` in all) are
     then ranked by the closed-form model (:func:`_modelled`; ties keep the bound's order)."""
     key = (arch.fingerprint, replace(op, name=""))
@@ -346,6 +351,9 @@ def partition(arch: Arch, op: MatmulOp) -> Partition:
     eff = matmul_efficiency(arch, op.precision)
     grain = _granules(arch, op, rate)
     tiles = _largest_tiles(arch, op, rate)
+    # the first step needs at least the smallest step tile's A and B (a fill no mapping beats)
+    smallest = min(arch.compute.step_tiles(op.M, op.K, op.N, rate),
+                   key=lambda t: (t.tm * t.tk + t.tk * t.tn, t.tm * t.tn))  # fmt: skip
     memory, roles = MemorySystem(arch), _roles(arch)
     inner = [arch.path(x)[-1].capacity_bytes / arch.path(x)[-1].buffers for x in "AB"]
     cores = arch.cores
@@ -364,9 +372,11 @@ def partition(arch: Arch, op: MatmulOp) -> Partition:
                         busy = _compute_cycles(arch, tiles, rate, *shape[1:])
                         compute[shape] = sb.part * busy / eff
                     ports = _port_bound(arch, memory, roles, op, p)
-                    fill = _fill(memory, op, tiles[0], p, inner)
+                    fill = _fill(memory, op, smallest, p, inner)
                     reduce = reduce_cycles(arch, op, sk.parts, p.active)[0]
-                    bound = max(compute[shape], ports) + fill + reduce
+                    # (the first tiles are part of the ports' work: the port chain ends with
+                    # DRAM's latency, not with the whole fill again)
+                    bound = max(compute[shape] + fill, ports + memory.latency(0)) + reduce
                     found.append((bound, sk.parts, -p.active, replace(p, bound_cycles=bound)))
     low = min(f[0] for f in found)
     first = min((f for f in found if f[0] <= low * (1 + TIE)), key=lambda f: f[1:3])
