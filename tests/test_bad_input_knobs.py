@@ -107,3 +107,11 @@ def test_outlier_threshold_must_be_positive(run_cli, flow, value):
     code, _, err = run_cli(["run", "--gemm", "64x512x512", "--dataflow", flow,
                             "--knob", f"{flow}.threshold={value}"])  # fmt: skip
     assert code == 2 and f"{flow}.threshold: must be > 0" in err and "\n" not in err.strip()
+
+
+def test_an_outlier_count_above_k_is_capped_and_said(run_cli):
+    # (a model's GEMMs of several K share one knob, so this is no error; the note says it)
+    code, out, err = run_cli(["run", "--gemm", "64x512x512", "--dataflow", "muxq",
+                              "--knob", "muxq.outlier_channels=100000"])  # fmt: skip
+    assert code == 0, err
+    assert "n_out=512 (knob 100000, capped at K = 512)" in out

@@ -16,8 +16,11 @@ def outlier_channel_count(gemm, stats, knobs, scheme: str) -> tuple[int, str]:
     if given < -1:
         raise UserInputError("--knob", f"must be -1 (from the trace) or a count ≥ 0, got {given}",
                              f"{scheme}.outlier_channels")  # fmt: skip
-    if given >= 0:  # more than K channels cannot be outliers: all K are (the plan notes n_out)
-        return min(given, gemm.K), "knob"
+    if given >= 0:  # more than K channels cannot be outliers: all K are (said in the note, as
+        # a model's GEMMs of several K may share one knob)
+        if given > gemm.K:
+            return gemm.K, f"knob {given}, capped at K = {gemm.K}"
+        return given, "knob"
     if stats and "outlier_channels" in stats:
         if knobs["threshold"] != 6.0:
             raise UserInputError("knobs", "the compact trace counts outlier channels at "
