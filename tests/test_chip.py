@@ -4,6 +4,7 @@ cores that share L2 and DRAM, checked against hand-derived cases and as properti
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -172,7 +173,9 @@ def test_run_and_explain_on_the_chip(run_cli):
     code, out, err = run_cli(["run", "--arch", CHIP, "--gemm", "2048x4096x4096"])
     assert code == 0 and "ascend910b_chip" in out
     code, out, err = run_cli(["run", "--arch", CHIP, "--gemm", "2048x4096x4096", "--explain"])
-    assert code == 0 and "partition: M 2048 in 8 x 256" in out and "24 of 24 cores busy" in out
+    # (which grid wins is the partitioner's business, tested above; here: that it is shown)
+    assert code == 0 and re.search(r"partition: M 2048 in \d+ x \d+.* · N 4096 in \d+ x \d+", out)
+    assert "24 of 24 cores busy" in out
     [explained] = accel_sim.explain(CHIP, "2048x4096x4096", "w8a8_static")
     assert explained.cycles == accel_sim.simulate(CHIP, "2048x4096x4096", "w8a8_static").cycles
 

@@ -287,8 +287,7 @@ def test_window_slots_bound_the_des_from_below(seed):
 
     from accel_sim.arch.load import list_archs
     from accel_sim.engine.agreement import grid_ops
-    from accel_sim.engine.chip import view_for
-    from accel_sim.engine.chip_grid import partition
+    from accel_sim.engine.chip import partition, view_for
     from accel_sim.engine.mapper import candidates
     from accel_sim.engine.program import Program
     from accel_sim.engine.twin_windows import window_chains, window_slot_bound

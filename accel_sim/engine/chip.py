@@ -2,8 +2,9 @@
 
 A chip is ``cores`` copies of one core (compute unit, vector unit, every per-core memory level)
 around the levels marked ``shared`` (L2 and DRAM on the shipped chips; capacities and bandwidths
-of a shared level are the chip's totals). ``engine/chip_grid.py`` chooses how a matmul is split
-(a grid ``gm × gn × gk``, a K split with its reduction); this module runs it.
+of a shared level are the chip's totals). ``engine/chip_choice.py`` chooses how a matmul is split
+(a grid ``gm × gn × gk``, a K split with its reduction: ``engine/chip_grid.py``); this module
+runs it.
 
 **Contention model** (docs/engine.md, "Whole chips"): each core's sub-GEMM is mapped and
 simulated by the single-core engine on a *per-core view* of the chip — the per-core levels as
@@ -27,13 +28,13 @@ from dataclasses import dataclass
 
 from accel_sim.arch.schema import Arch
 from accel_sim.dataflow.plan import MatmulOp
+from accel_sim.engine.chip_choice import partition, simulated_timing
 from accel_sim.engine.chip_grid import (
     Partition,
     Split,
     core_view,
     merge_factor,
     merged,
-    partition,
     reduce_cycles,
     view_for,
 )
@@ -103,7 +104,8 @@ def _core(
         cycles, compute = twin_cycles(program), program.compute_cycles
         stalls = Counter({"twin:memory": cycles - compute} if cycles > compute else {})
         return program, cycles, compute, stalls
-    timing = simulate_program(program, collapse=collapse)
+    timing = (simulated_timing(arch, op) if collapse else None) or simulate_program(
+        program, collapse=collapse)  # (the partitioner may have run it already)
     return program, timing.cycles, timing.compute_cycles, Counter(timing.stalls)
 
 
