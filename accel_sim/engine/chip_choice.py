@@ -30,7 +30,7 @@ from accel_sim.engine.chip_grid import (
     reduce_cycles,
     view_for,
 )
-from accel_sim.engine.des import simulate_program
+from accel_sim.engine.des import MatmulTiming, simulate_program
 from accel_sim.engine.mapper import mapped_program
 from accel_sim.engine.memory import MemorySystem
 from accel_sim.engine.step_costs import matmul_efficiency
@@ -38,9 +38,8 @@ from accel_sim.engine.twin import twin_cycles
 
 
 # ----------------------------------------------------------------------------- the grid
-def _granules(arch: Arch, op: MatmulOp, rate: int) -> dict[str, int]:
+def _granules(tiles: list[StepTile]) -> dict[str, int]:
     """Per dimension, the smallest step the unit takes along it (splits are multiples of it)."""
-    tiles = arch.compute.step_tiles(op.M, op.K, op.N, rate)
     return {
         "count": 1,
         "M": min(t.tm for t in tiles),
@@ -66,8 +65,7 @@ def _choices(size: int, granule: int, cores: int, powers_of_two: bool = False) -
 _TILES = 4
 
 
-def _largest_tiles(arch: Arch, op: MatmulOp, rate: int) -> list[StepTile]:
-    tiles = arch.compute.step_tiles(op.M, op.K, op.N, rate)
+def _largest_tiles(tiles: list[StepTile]) -> list[StepTile]:
     return sorted(tiles, key=lambda t: -t.tm * t.tk * t.tn)[:_TILES]
 
 
@@ -171,7 +169,7 @@ HEDGE = 0.05
 HEDGE_GRIDS = 2
 #: DES timings of the hedged grids' slowest parts, by (view, part), kept for the run that
 #: follows the choice (:func:`simulated_timing`): the winner is not simulated twice.
-_TIMINGS: dict[tuple, object] = {}
+_TIMINGS: dict[tuple, MatmulTiming] = {}
 
 
 def _simulated(arch: Arch, op: MatmulOp, p: Partition) -> int:
@@ -185,7 +183,7 @@ def _simulated(arch: Arch, op: MatmulOp, p: Partition) -> int:
     return timing.cycles + reduce_cycles(arch, op, p.grid[3], p.active)[0]
 
 
-def simulated_timing(view: Arch, part: MatmulOp):
+def simulated_timing(view: Arch, part: MatmulOp) -> MatmulTiming | None:
     """The DES timing :func:`partition` already ran for ``part`` on ``view`` (collapse on),
     handed out once; else None."""
     return _TIMINGS.pop((view.fingerprint, replace(part, name="")), None)
@@ -213,11 +211,10 @@ def partition(arch: Arch, op: MatmulOp) -> Partition:
         return hit
     rate = arch.compute.rate(op.precision, arch.origin, op.name)
     eff = matmul_efficiency(arch, op.precision)
-    grain = _granules(arch, op, rate)
-    tiles = _largest_tiles(arch, op, rate)
+    offered = arch.compute.step_tiles(op.M, op.K, op.N, rate)
+    grain, tiles = _granules(offered), _largest_tiles(offered)
     # the first step needs at least the smallest step tile's A and B (a fill no mapping beats)
-    smallest = min(arch.compute.step_tiles(op.M, op.K, op.N, rate),
-                   key=lambda t: (t.tm * t.tk + t.tk * t.tn, t.tm * t.tn))  # fmt: skip
+    smallest = min(offered, key=lambda t: (t.tm * t.tk + t.tk * t.tn, t.tm * t.tn))
     memory, roles = MemorySystem(arch), _roles(arch)
     inner = [arch.path(x)[-1].capacity_bytes / arch.path(x)[-1].buffers for x in "AB"]
     cores = arch.cores
@@ -248,18 +245,18 @@ def partition(arch: Arch, op: MatmulOp) -> Partition:
     # below the model's cycles of the bound's choice (a grid bounded above them is taken to
     # lose: where the bound is tight, as on compute-bound grids, nothing is re-ranked)
     hit = first[3]
-    best, compute = _modelled(arch, op, hit)
+    best, best_compute = _modelled(arch, op, hit)
     rivals = sorted((f for f in found if f[0] < best and f is not first), key=lambda f: f[:3])
     scored = [(best, 0, hit)]
     for f in rivals[: RESCORE - 1]:
         cycles, busy = _modelled(arch, op, f[3])
         scored.append((cycles, len(scored), f[3]))
         if cycles < best:
-            best, hit, compute = cycles, f[3], busy
+            best, hit, best_compute = cycles, f[3], busy
     # the model cannot tell these apart, unless the best is compute-bound (there it is exact
     # to a fraction of a per cent): the DES decides
     close = sorted(e for e in scored if e[0] <= best * (1 + HEDGE))[:HEDGE_GRIDS]
-    if len(close) > 1 and best > compute * (1 + HEDGE):
+    if len(close) > 1 and best > best_compute * (1 + HEDGE):
         hit = min(close, key=lambda e: (_simulated(arch, op, e[2]), e[0], e[1]))[2]
     if len(_PARTITIONS) >= 20000:
         _PARTITIONS.clear()
