@@ -12,8 +12,8 @@ from our own breakdowns, so a deviation from the paper is explained rather than 
 
 * matrix-unit-only speedup (ratio of ``compute_cycles``): the paper's arithmetic argument,
   0.5 / (0.25 + 1/G) when K/G fills the cube's K block;
-* matmul-op speedup (ratio of the matmul operations' cycles, memory stalls included, vector
-  passes excluded), and the share of each scheme's cycles spent in vector passes (W8A8's
+* matmul-op speedup (ratio of the matmul operations' busy cycles on the matrix unit, memory
+  stalls and HBM contention included, waits on the vector pass excluded), and the share of each scheme's cycles spent in vector passes (W8A8's
   per-token absmax + quantize, OSC's gather + MX quantize) and in memory stalls.
 """
 
@@ -91,12 +91,12 @@ def _top_stall(result) -> str:
 def _point(arch, M: int, K: int, N: int, groups, engine: str, block_k: int) -> list[dict]:
     base = simulate(arch, (M, K, N), "w8a8", engine=engine)
     base_vec = _sum(base.ops, ("vector",))
-    base_mm = _sum(base.ops, ("matmul",))
+    base_mm = _sum(base.ops, ("matmul",), "busy_cycles")
     rows = []
     for G in groups:
         osc = simulate(arch, (M, K, N), "osc", {"G": G}, engine=engine)
         osc_vec = _sum(osc.ops, ("vector", "transfer"))
-        osc_mm = _sum(osc.ops, ("matmul",))
+        osc_mm = _sum(osc.ops, ("matmul",), "busy_cycles")
         rows.append({
             "M": M, "K": K, "N": N, "G": G,
             "regime": "memory" if M < 128 else "compute",
@@ -363,8 +363,8 @@ def build(arch: str = ARCH, sizes: Sequence[int] = SIZES, m_memory: Sequence[int
         f"engine: {engine} (cycle-level DES, steady-state collapse), {workers} worker "
         f"process(es); built in {elapsed:.1f} s",
         "speedup = W8A8 cycles / OSC cycles (W8A8: per-token absmax + quantize + INT8 matmul); "
-        "matrix = compute_cycles ratio (matrix unit only); matmul = matmul operations' cycles "
-        "(memory stalls in, vector passes out); limit = 8/(4.25+16/G) (weight bytes) for "
+        "matrix = compute_cycles ratio (matrix unit only); matmul = matmul operations' busy "
+        "cycles on the matrix unit (memory stalls in, waits on vector passes out); limit = 8/(4.25+16/G) (weight bytes) for "
         "memory-bound rows, 0.5/(0.25+1/G) for compute-bound rows; vec_/stall_ = median "
         "share of each scheme's cycles in vector passes / memory stalls",
         "plans: overlap on (each scheme's vector pass one read of X, streamed to its matmul row "
