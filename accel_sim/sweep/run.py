@@ -14,7 +14,6 @@ import json
 import logging
 import socket
 import sys
-import threading
 import time
 import warnings
 from collections.abc import Iterator
@@ -27,6 +26,7 @@ import pandas as pd
 from accel_sim.api import simulate
 from accel_sim.arch.load import arch_from_dict
 from accel_sim.errors import UserInputError
+from accel_sim.report.warm import warm_plots
 from accel_sim.sweep import store
 from accel_sim.sweep.points import Point, canonical_json, expand, sha256, workload_gemms
 from accel_sim.sweep.results import build_table, is_metric, point_row
@@ -151,19 +151,6 @@ def _table(points: list[Point], rows: dict[str, dict], sweep: Any) -> Any:
     return build_table(table_rows, sweep.spec.baseline, [*swept, "workload"])
 
 
-def _warm_plots() -> None:
-    """Import the plotting code and load matplotlib's font list (~0.5 s), so that the plots
-    written after the points cost only their drawing; a failure here is the plots' to report."""
-    try:
-        from matplotlib import font_manager
-
-        from accel_sim.sweep import plot  # noqa: F401
-
-        font_manager.findfont("DejaVu Sans")
-    except Exception:  # noqa: BLE001 - the import is tried again where the plots are drawn
-        pass
-
-
 def write_outputs(df: pd.DataFrame, out: Path, heatmap_axes: list[str], title: str,
                   base_arch: dict | None = None) -> None:  # fmt: skip
     """``results.parquet``, ``results.csv``, ``pareto.png`` and ``heatmap.png`` in ``out``."""
@@ -202,8 +189,7 @@ def run_sweep(spec_path: str | Path, out_dir: str | Path, scheduler: Any = None,
         with bar:
             if todo:
                 # the plots' imports (matplotlib, its fonts) load while this process waits
-                warm = threading.Thread(target=_warm_plots, daemon=True)
-                warm.start()
+                warm = warm_plots("accel_sim.sweep.plot")
                 _execute(todo, points_dir, client, near, bar, str(sweep.path), rows)
                 warm.join()
     df = _table(points, rows, sweep)

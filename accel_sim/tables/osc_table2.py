@@ -33,6 +33,7 @@ from accel_sim.api import simulate
 from accel_sim.arch.load import ARCH_DIR, load_arch, resolve_arch_path
 from accel_sim.dataflow.common import BLOCK_FORMATS
 from accel_sim.engine.chip import scope
+from accel_sim.report.warm import warm_plots
 from accel_sim.tables.registry import TableResult, register_table
 
 ARCH = "ascend_like_cube"
@@ -149,10 +150,12 @@ def sweep(arch=ARCH, sizes=SIZES, ms=M_MEMORY + M_COMPUTE, groups=GROUPS,
     methods = multiprocessing.get_all_start_methods()
     if workers > 1 and len(tasks) > 1 and "fork" in methods:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
+            warm = warm_plots("matplotlib.pyplot")  # (after the fork) while this process waits
             parts = []
             for part in pool.imap(_task, tasks, chunksize=1):
                 parts.append(part)
                 bar.update()
+        warm.join()
     else:
         parts = []
         for task in tasks:
