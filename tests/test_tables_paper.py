@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 
 import accel_sim
-
 from accel_sim.arch.load import load_arch
 from accel_sim.engine.run import _CACHE
 from accel_sim.tables import osc_table2

@@ -13,8 +13,9 @@ from our own breakdowns, so a deviation from the paper is explained rather than 
 * matrix-unit-only speedup (ratio of ``compute_cycles``): the paper's arithmetic argument,
   0.5 / (0.25 + 1/G) when K/G fills the cube's K block;
 * matmul-op speedup (ratio of the matmul operations' busy cycles on the matrix unit, memory
-  stalls and HBM contention included, waits on the vector pass excluded), and the share of each scheme's cycles spent in vector passes (W8A8's
-  per-token absmax + quantize, OSC's gather + MX quantize) and in memory stalls.
+  stalls and HBM contention included, waits on the vector pass excluded), and the share of
+  each scheme's cycles spent in vector passes (W8A8's per-token absmax + quantize, OSC's
+  gather + MX quantize) and in memory stalls.
 """
 
 from __future__ import annotations
@@ -367,9 +368,10 @@ def build(arch: str = ARCH, sizes: Sequence[int] = SIZES, m_memory: Sequence[int
         f"process(es); built in {elapsed:.1f} s",
         "speedup = W8A8 cycles / OSC cycles (W8A8: per-token absmax + quantize + INT8 matmul); "
         "matrix = compute_cycles ratio (matrix unit only); matmul = matmul operations' busy "
-        "cycles on the matrix unit (memory stalls in, waits on vector passes out); limit = 8/(4.25+16/G) (weight bytes) for "
-        "memory-bound rows, 0.5/(0.25+1/G) for compute-bound rows; vec_/stall_ = median "
-        "share of each scheme's cycles in vector passes / memory stalls",
+        "cycles on the matrix unit (memory stalls in, waits on vector passes out); "
+        "limit = 8/(4.25+16/G) (weight bytes) for memory-bound rows, 0.5/(0.25+1/G) for "
+        "compute-bound rows; vec_/stall_ = median share of each scheme's cycles in vector "
+        "passes / memory stalls",
         "plans: overlap on (each scheme's vector pass one read of X, streamed to its matmul row "
         "block by row block on the concurrent vector unit, HBM shared; an op's cycles are its "
         "time on the critical path); accel-sim run --no-overlap shows them in series",
