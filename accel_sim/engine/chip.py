@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from accel_sim.arch.schema import Arch
 from accel_sim.dataflow.plan import MatmulOp
-from accel_sim.engine.chip_choice import partition, simulated_timing
+from accel_sim.engine.chip_choice import partition
 from accel_sim.engine.chip_grid import (
     Partition,
     Split,
@@ -39,7 +39,7 @@ from accel_sim.engine.chip_grid import (
     view_for,
 )
 from accel_sim.engine.counts import ActionCounts, matmul_counts
-from accel_sim.engine.des import simulate_program
+from accel_sim.engine.des_check import des_timing
 from accel_sim.engine.mapper import mapped_program
 from accel_sim.engine.program import Program
 from accel_sim.engine.twin import twin_cycles
@@ -99,13 +99,13 @@ class MatmulRun:
 def _core(
     arch: Arch, op: MatmulOp, engine: str, collapse: bool
 ) -> tuple[Program, int, int, Counter]:
-    program = mapped_program(arch, op)
-    if engine == "twin":
+    if engine == "twin":  # the model's choice, costed by the model
+        program = mapped_program(arch, op)
         cycles, compute = twin_cycles(program), program.compute_cycles
         stalls = Counter({"twin:memory": cycles - compute} if cycles > compute else {})
         return program, cycles, compute, stalls
-    timing = (simulated_timing(arch, op) if collapse else None) or simulate_program(
-        program, collapse=collapse)  # (the partitioner may have run it already)
+    # the mapping the DES checked (engine/des_check.py; the partitioner may have run it already)
+    program, timing = des_timing(arch, op, collapse)
     return program, timing.cycles, timing.compute_cycles, Counter(timing.stalls)
 
 

@@ -30,7 +30,7 @@ from accel_sim.engine.chip_grid import (
     reduce_cycles,
     view_for,
 )
-from accel_sim.engine.des import MatmulTiming, simulate_program
+from accel_sim.engine.des_check import des_timing
 from accel_sim.engine.mapper import mapped_program
 from accel_sim.engine.memory import MemorySystem
 from accel_sim.engine.step_costs import matmul_efficiency
@@ -167,26 +167,12 @@ RESCORE = 10
 #: for 0.1 % fewer cycles over 800 random chip matmuls.
 HEDGE = 0.05
 HEDGE_GRIDS = 2
-#: DES timings of the hedged grids' slowest parts, by (view, part), kept for the run that
-#: follows the choice (:func:`simulated_timing`): the winner is not simulated twice.
-_TIMINGS: dict[tuple, MatmulTiming] = {}
-
-
 def _simulated(arch: Arch, op: MatmulOp, p: Partition) -> int:
-    """Cycles of ``p`` by the DES: its slowest core's part mapped and simulated on its per-core
-    view, plus the K split's reduction (the timing is kept for :func:`simulated_timing`)."""
-    view, part = view_for(arch, op, p), p.largest(op)
-    timing = simulate_program(mapped_program(view, part))
-    if len(_TIMINGS) >= 64:
-        _TIMINGS.clear()
-    _TIMINGS[(view.fingerprint, replace(part, name=""))] = timing
+    """Cycles of ``p`` by the DES: its slowest core's part simulated on its per-core view (the
+    mapping the DES checked, ``engine/des_check.py``, whose timing is kept for the chip's run),
+    plus the K split's reduction."""
+    _, timing = des_timing(view_for(arch, op, p), p.largest(op))
     return timing.cycles + reduce_cycles(arch, op, p.grid[3], p.active)[0]
-
-
-def simulated_timing(view: Arch, part: MatmulOp) -> MatmulTiming | None:
-    """The DES timing :func:`partition` already ran for ``part`` on ``view`` (collapse on),
-    handed out once; else None."""
-    return _TIMINGS.pop((view.fingerprint, replace(part, name="")), None)
 
 
 def _modelled(arch: Arch, op: MatmulOp, p: Partition) -> tuple[float, int]:

@@ -70,6 +70,9 @@ _CACHE_LIMIT = 20000
 #: :func:`mapped_program` to hand out once instead of building them again.
 _PROGRAMS: dict[tuple[str, MatmulOp], Program] = {}
 _PROGRAMS_LIMIT = 16
+#: The shortlisted candidates' programs of the last searches (the model's cycles memoised on
+#: those it re-scored), for :func:`alternatives` to rank without building them again.
+_SHORTLISTS: dict[tuple[str, MatmulOp], list] = {}
 
 
 #: How many step tiles (their best-ranked candidate each, by the fast bound of
@@ -232,6 +235,9 @@ def _best_for(arch: Arch, op: MatmulOp) -> tuple[Mapping, Program]:
     # lowest floor first, which finds a good best early — the order cannot change the winner,
     # the least key, since a candidate is skipped only when its key must exceed another's)
     ranked = sorted(((*scored(m), i, m) for _, i, m, _ in shortlist), key=lambda e: e[:1])
+    if len(_SHORTLISTS) >= _PROGRAMS_LIMIT:
+        _SHORTLISTS.clear()
+    _SHORTLISTS[(arch.fingerprint, unnamed)] = [(e[5], e[4]) for e in ranked]
     best = None
     for floor, weight, dram, steps, prog, i, mapping in ranked:
         if best is not None and floor > best[0][0]:
@@ -255,6 +261,37 @@ def _best_for(arch: Arch, op: MatmulOp) -> tuple[Mapping, Program]:
     if top is not None and top[0][0] < bar:
         return top[1], top[2]
     return best[1], best[2]
+
+
+def alternatives(arch: Arch, op: MatmulOp, n: int, within: float) -> list[Program]:
+    """Up to ``n`` candidates after the chosen mapping of ``op`` on ``arch`` whose score by the
+    model (as :func:`_best_for` ranks them: twin cycles × the step weight, then DRAM bytes,
+    then steps) is within ``within`` (a share) of the chosen one's, best first, as programs of
+    the op without its name. Runs only where the DES has found the model wrong about the
+    chosen mapping (``engine/des_check.py``): the candidates the search shortlisted are
+    re-scored, the search's own programs reused where it just ran."""
+    key = (arch.fingerprint, replace(op, name=""))
+    chosen = map_matmul(arch, op, key)
+    listed = _SHORTLISTS.pop(key, None)
+    if listed is None:  # (an evicted entry, or a search on capped output buffers: search again)
+        unnamed = key[1]
+        listed = []
+        for _, i, mapping, challenger in _shortlist(_Space(arch, op)):
+            listed.append((i, Program(arch, unnamed, mapping)))
+            if challenger:
+                listed.append((i, Program(arch, unnamed, challenger[2])))
+    ranked, best = [], None
+    for i, prog in listed:
+        steps = math.prod(lp.count for lp in prog.mapping.loops)
+        score = (twin_cycles(prog) * (1 + steps / STEP_WEIGHT), _dram_bytes(prog), steps, i)
+        if prog.mapping == chosen:
+            best = score[0]
+        else:
+            ranked.append((score, prog))
+    if best is None:  # (the chosen mapping pins output buffers the shortlist's do not)
+        best = twin_cycles(Program(arch, key[1], chosen))
+    ranked.sort(key=lambda e: e[0])
+    return [prog for score, prog in ranked[:n] if score[0] <= best * (1 + within)]
 
 
 def estimate(arch: Arch, op: MatmulOp, mapping: Mapping) -> Estimate:

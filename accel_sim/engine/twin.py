@@ -321,7 +321,15 @@ def blocked_stores(program: Program) -> int:
 
 
 def twin_cycles(program: Program) -> int:
-    """Closed-form estimate of :func:`accel_sim.engine.des.simulate_program`'s cycles."""
+    """Closed-form estimate of :func:`accel_sim.engine.des.simulate_program`'s cycles
+    (memoised on the program, which holds only memoised data)."""
+    cached = program.__dict__.get("_twin_cycles")
+    if cached is None:
+        cached = program.__dict__["_twin_cycles"] = _twin_cycles(program)
+    return cached
+
+
+def _twin_cycles(program: Program) -> int:
     fill, ports = _fill(program)
     drain = _drain(program)
     # step 0 is on the critical path as fill + its compute; later steps add their share of the

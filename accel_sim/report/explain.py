@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from accel_sim.arch.schema import Arch
 from accel_sim.dataflow.plan import MatmulOp
 from accel_sim.engine.chip import merge_factor, partition, reduce_cycles, scope, view_for
-from accel_sim.engine.des import simulate_program
-from accel_sim.engine.mapper import estimate, mapped_program
+from accel_sim.engine.des_check import des_timing
+from accel_sim.engine.mapper import estimate
 from accel_sim.engine.mapping import OPERAND_DIMS, Mapping
 from accel_sim.engine.step_costs import operand_bytes, tile_bytes
 
@@ -68,9 +68,8 @@ def explain_matmul(arch: Arch, op: MatmulOp) -> Explanation:
 
 def _explain_core(arch: Arch, op: MatmulOp) -> Explanation:
     """The single-core view of :func:`explain_matmul`."""
-    program = mapped_program(arch, op)
+    program, timing = des_timing(arch, op)  # the mapping the DES runs (engine/des_check.py)
     mapping = program.mapping
-    timing = simulate_program(program)
     names = mapping.describe_loops()
     t = mapping.tile
     lines = [f"{op.name}: {op.M}x{op.K}x{op.N} {op.precision} (count {op.count}) on {arch.name} "

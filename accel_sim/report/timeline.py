@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import replace
 from pathlib import Path
 
 from accel_sim.arch.schema import Arch
@@ -253,11 +252,9 @@ def matmul_program(arch: Arch, op: MatmulOp):
     the largest part of its partition on that core's view (``engine/chip.py``), whose cycles
     are the chip's (a K split's reduction follows as its ``reduce:K-split`` stall)."""
     from accel_sim.engine.chip import slowest_core
-    from accel_sim.engine.mapper import map_matmul
-    from accel_sim.engine.program import Program
+    from accel_sim.engine.des_check import des_program
 
-    arch, op = slowest_core(arch, op)
-    return Program(arch, replace(op, name=""), map_matmul(arch, op))
+    return des_program(*slowest_core(arch, op))
 
 
 def write_timeline(doc: dict, path: str | Path) -> Path:
