@@ -38,6 +38,19 @@ def test_osc_separate_branch_costs_the_fp16_rate():
     assert fused.compute_cycles == fp4_part + fp16_part  # K + 4K' is a multiple of the block
 
 
+def test_osc_fused_branch_prices_fp16_macs_as_fp16():
+    """The fused dual path spends 4 FP4 slots of time per FP16 MAC of the branch, but each is
+    one FP16 MAC of energy: the same MAC energy as the separate form (M·K FP4 and M·K' FP16
+    MACs per output column, K' = K/G)."""
+    gemm, knobs = "512x2048x1024", {"G": 32}
+    fused = accel_sim.simulate(CUBE, gemm, "osc", knobs)
+    separate = accel_sim.simulate(CUBE, gemm, "osc", {**knobs, "branch": "separate"})
+    for key in ("mac_fp4", "mac_fp16"):
+        assert fused.energy_breakdown_pj[key] == pytest.approx(separate.energy_breakdown_pj[key])
+    # (before: the branch's K' MACs were charged as 4·K' FP4 MACs and no FP16 MAC)
+    assert fused.energy_breakdown_pj["mac_fp16"] > 0
+
+
 def test_clustering_density_ranks_like_osc_table1(trace):
     """OSC Table 1: attention ≈ up/gate > o_proj > down_proj."""
     by_kind: dict[str, list[float]] = {}

@@ -102,9 +102,12 @@ def _fused_dual_path(gemm, arch, k_table: int, base: str) -> MatmulOp:
     # exact (a Fraction), so that a whole row's scale bytes round to path A's
     spread = Scales(Fraction(scales.bits) * scales.blocks(gemm.K) / scales.blocks(k_eff),
                     scales.block)  # fmt: skip
+    # (energy: K FP4 and K' FP16 MACs, not k_eff FP4 ones: an FP16 MAC takes r_fp4/r_fp16 FP4
+    # slots of the unit's time, but costs an FP16 MAC's energy)
+    split = (("fp4", gemm.K), ("fp16", k_table)) if k_table else None
     return MatmulOp("dual_path_fp4_fp16", gemm.M, k_eff, gemm.N, "fp4", a_bits, a_bits, 16,
                     epilogue_ops_per_output=1.0, count=gemm.count, a_scales=spread,
-                    b_scales=spread)  # fmt: skip
+                    b_scales=spread, mac_split=split)  # fmt: skip
 
 
 @register("osc", KNOBS, "MXFP4/NVFP4 base path + FP16 branch of the table's channels",

@@ -95,6 +95,10 @@ class MatmulOp:
             ``"ant8"``...: OliVe's and ANT's codes to exponent-integer pairs), priced per decoded
             element of A and B as the compute unit's action ``decode_<decode>`` (pJ/op,
             ``engine/counts.py``); ``None``: the operands enter the array as stored.
+        mac_split: for one accumulation fusing work of several precisions, its parts as
+            ``(precision, inner size)``: the useful MACs per precision for energy (OSC's dual
+            path runs K FP4 and K' FP16 elements of K in ``K + K'·r_fp4/r_fp16`` FP4 slots:
+            ``(("fp4", K), ("fp16", K'))``); ``None``: all ``M·K·N`` at ``precision``.
     """
 
     name: str
@@ -111,6 +115,7 @@ class MatmulOp:
     a_scales: Scales | None = None
     b_scales: Scales | None = None
     decode: str | None = None
+    mac_split: tuple[tuple[str, int], ...] | None = None
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -123,7 +128,18 @@ class MatmulOp:
 
     @property
     def macs(self) -> int:
+        """Multiply-accumulate slots at ``precision`` (the unit's time: ``macs / rate``)."""
         return self.M * self.K * self.N * self.count
+
+    def macs_by_precision(self) -> dict[str, int]:
+        """Useful MACs per precision (energy): :attr:`mac_split`'s parts, else all of
+        :attr:`macs` at ``precision``."""
+        if not self.mac_split:
+            return {self.precision: self.macs}
+        out: dict[str, int] = {}
+        for precision, k in self.mac_split:
+            out[precision] = out.get(precision, 0) + self.M * k * self.N * self.count
+        return out
 
     def scales(self, operand: str) -> Scales | None:
         """The metadata stream of operand ``A`` or ``B`` (None for ``C`` or none)."""

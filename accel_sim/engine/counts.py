@@ -51,7 +51,8 @@ def matmul_counts(program: Program) -> ActionCounts:
     ``op.decode``, every element of those A and B reads is decoded once as it enters the array."""
     arch, op = program.arch, program.op
     counts = ActionCounts()
-    counts.macs[op.precision] += op.macs
+    for precision, macs in op.macs_by_precision().items():
+        counts.macs[precision] += macs
     for link, nbytes in zip(program.links, program.link_bytes):
         counts.bytes_read[arch.memory[link.src].name] += nbytes
         counts.bytes_written[arch.memory[link.dst].name] += nbytes
