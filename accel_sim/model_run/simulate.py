@@ -324,6 +324,7 @@ def _notes(arch, spec, work, source, attn_flow, kind_stats, logits) -> list[str]
         notes.append(f"efficiency factors of {arch.origin}: {dict(arch.efficiency)}")
     if launch_cycles(arch):
         notes.append(f"{arch.efficiency['launch_us']:g} µs ({launch_cycles(arch):,} cycles) per "
-                     "GPU kernel launch: each matmul and vector op of a step, attention's heads "
-                     "batched into one kernel (launch_cycles column)")  # fmt: skip
+                     "GPU kernel launch: each matmul and vector op of a step, attention's "
+                     "heads batched into one kernel (launch_cycles in the --out and --json "
+                     "rows)")  # fmt: skip
     return notes
