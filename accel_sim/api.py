@@ -229,7 +229,10 @@ def _simulate(arch: Arch, gemm: Gemm, dataflow: str, knobs, stats, engine: str,
             for op in result.ops
         ],  # fmt: skip
         knobs=dict(plan.knobs),
-        notes=list(plan.notes),
+        notes=list(plan.notes) + ([
+            f"on {arch.cores} cores: compute and stall cycles are the slowest core's; "
+            f"utilization is the MACs over all {arch.cores} cores' peak FP16-equivalent rate "
+            "for the cycles"] if arch.cores > 1 else []),  # fmt: skip
         extra=_extra(flow, stats, resolved, gemm, plan),
         overlap=result.overlap,
         units_busy=result.units_busy(),

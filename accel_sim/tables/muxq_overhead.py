@@ -268,6 +268,13 @@ def _notes(df: pd.DataFrame) -> list[str]:
             "than for K, and that tile stalls less."
         )  # fmt: skip
     notes.append(
+        "energy: W8A8's pass reads X and writes its INT8 copy at the first on-chip level that "
+        "holds both, else through DRAM (engine/run.py); w8a8 static saves that DRAM traffic only "
+        "in the second case, so its energy saving jumps where X and its copy outgrow that level "
+        "(on edge_npu_int8's 1 MB input buffer, down_in's X and copy do not fit, attn_in's do) "
+        "rather than growing with X."
+    )
+    notes.append(
         "MUXQ reports perplexity only (GPT-2, WikiText-2) and 'modest computational overhead' "
         "without a latency or energy number; the comparison above is ours. Error = ‖Y − "
         "Y_fp32‖/‖Y_fp32‖ per GEMM from the trace (real tensors), averaged per kind."

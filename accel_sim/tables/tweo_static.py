@@ -230,6 +230,12 @@ def _notes(df: pd.DataFrame) -> list[str]:
             "without TWEO vs 16.32 with it)."
         )  # fmt: skip
     notes.append(
+        "energy: the dynamic pass reads X and writes its INT8 copy at the first on-chip level "
+        "that holds both, else through DRAM (engine/run.py); static saves that DRAM traffic "
+        "only in the second case, so its energy saving jumps where X and its copy outgrow that "
+        "level rather than growing with X."
+    )
+    notes.append(
         "TWEO gives no speed or energy number for static vs per-token inference (it calls "
         "per-token scaling the 'highest overhead' and per-tensor static 'the fastest'); these "
         "are ours. With overlap on (the default; docs/engine.md, 'Overlap and fusion') the "
