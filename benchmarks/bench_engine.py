@@ -31,6 +31,7 @@ from scalesim_ref import run_scalesim, scalesim_available  # noqa: E402
 import accel_sim  # noqa: E402
 from accel_sim.arch.load import arch_from_dict  # noqa: E402
 from accel_sim.arch.scalesim_import import arch_dict_from_scalesim  # noqa: E402
+from accel_sim.engine import des_check  # noqa: E402
 from accel_sim.engine.agreement import agreement, grid_ops  # noqa: E402
 from accel_sim.engine.mapper import _CACHE as _MAPPINGS  # noqa: E402
 from accel_sim.engine.run import _CACHE  # noqa: E402
@@ -118,6 +119,7 @@ def huge() -> None:
         flow = "fp16" if accel_sim.load_arch(arch).compute.rates.get("fp16") else "w8a8"
         _CACHE.clear()
         _MAPPINGS.clear()
+        des_check.clear()
         res, t = _timed(lambda: accel_sim.simulate(arch, (2**24,) * 3, flow))
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
         print(f"  {arch:>20} {flow:>5}: {t:6.2f} s, {res.cycles:.3e} cycles, "
@@ -135,6 +137,7 @@ def worst_case() -> None:
             for flow in flows:
                 _CACHE.clear()
                 _MAPPINGS.clear()
+                des_check.clear()
                 _, t = _timed(lambda: accel_sim.simulate(arch, gemm, flow))
                 worst = max(worst, (t, f"{arch} {gemm} {flow}"))
                 print(f"  {arch:>20} {gemm:>16} {flow:>12}: {t * 1e3:7.1f} ms")
@@ -174,6 +177,7 @@ def qwen_gemms() -> None:
               f"of {program.n_steps:,}")
     _CACHE.clear()
     _MAPPINGS.clear()
+    des_check.clear()
     import contextlib
     import io
 

@@ -94,3 +94,10 @@ def des_timing(arch: Arch, op: MatmulOp, collapse: bool = True) -> tuple[Program
                 _TIMINGS.clear()
             _TIMINGS[key] = timing
     return program, timing
+
+
+def clear() -> None:
+    """Forget every checked choice and kept timing (for timing the mapping search from cold,
+    together with the mapper's cache)."""
+    _CHOSEN.clear()
+    _TIMINGS.clear()
