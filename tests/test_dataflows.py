@@ -127,3 +127,17 @@ def test_sample_tensors_reproduce_the_dataflows_error_ordering(trace):
     }
     assert err["fp16"] < err["llm_int8"] <= err["w8a8"]
     assert err["muxq"] < err["int8_per_tensor"]
+
+
+def test_osc_fused_branch_macs_survive_a_k_split_across_cores():
+    """On a chip that splits K across cores, each core's part keeps its share of the FP4 and
+    FP16 MACs: summed over the parts they are M·K·N FP4 and M·K'·N FP16 (K' = K/G)."""
+    from accel_sim.api import _as_gemm, get_dataflow
+    from accel_sim.engine.chip import partition, simulate_matmul
+
+    arch, flow = accel_sim.load_arch("ascend910b_chip"), get_dataflow("osc")
+    plan = flow.build(_as_gemm((16, 12288, 64)), arch, None, flow.resolve_knobs({"G": 32}))
+    (op,) = plan.matmuls
+    assert partition(arch, op).grid[3] > 1  # the case: K split over cores
+    macs = simulate_matmul(arch, op).counts.macs
+    assert dict(macs) == {"fp4": 16 * 12288 * 64, "fp16": 16 * (12288 // 32) * 64}

@@ -104,7 +104,8 @@ def _fused_dual_path(gemm, arch, k_table: int, base: str) -> MatmulOp:
                     scales.block)  # fmt: skip
     # (energy: K FP4 and K' FP16 MACs, not k_eff FP4 ones: an FP16 MAC takes r_fp4/r_fp16 FP4
     # slots of the unit's time, but costs an FP16 MAC's energy)
-    split = (("fp4", gemm.K), ("fp16", k_table)) if k_table else None
+    split = ((("fp4", Fraction(gemm.K, k_eff)), ("fp16", Fraction(k_table, k_eff)))
+             if k_table else None)  # fmt: skip
     return MatmulOp("dual_path_fp4_fp16", gemm.M, k_eff, gemm.N, "fp4", a_bits, a_bits, 16,
                     epilogue_ops_per_output=1.0, count=gemm.count, a_scales=spread,
                     b_scales=spread, mac_split=split)  # fmt: skip

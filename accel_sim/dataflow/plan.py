@@ -95,10 +95,12 @@ class MatmulOp:
             ``"ant8"``...: OliVe's and ANT's codes to exponent-integer pairs), priced per decoded
             element of A and B as the compute unit's action ``decode_<decode>`` (pJ/op,
             ``engine/counts.py``); ``None``: the operands enter the array as stored.
-        mac_split: for one accumulation fusing work of several precisions, its parts as
-            ``(precision, inner size)``: the useful MACs per precision for energy (OSC's dual
-            path runs K FP4 and K' FP16 elements of K in ``K + K'·r_fp4/r_fp16`` FP4 slots:
-            ``(("fp4", K), ("fp16", K'))``); ``None``: all ``M·K·N`` at ``precision``.
+        mac_split: for one accumulation fusing work of several precisions, the useful MACs
+            per multiply-accumulate slot of the op, per precision (energy): OSC's dual path
+            runs K FP4 and K' FP16 elements in ``K_eff = K + K'·r_fp4/r_fp16`` FP4 slots, so
+            ``(("fp4", K/K_eff), ("fp16", K'/K_eff))`` as exact fractions. Per slot, so that a
+            part of the op (a chip's core with a share of K) keeps its share of each;
+            ``None``: all ``M·K·N`` at ``precision``.
     """
 
     name: str
@@ -115,7 +117,7 @@ class MatmulOp:
     a_scales: Scales | None = None
     b_scales: Scales | None = None
     decode: str | None = None
-    mac_split: tuple[tuple[str, int], ...] | None = None
+    mac_split: tuple[tuple[str, Fraction], ...] | None = None
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -137,8 +139,8 @@ class MatmulOp:
         if not self.mac_split:
             return {self.precision: self.macs}
         out: dict[str, int] = {}
-        for precision, k in self.mac_split:
-            out[precision] = out.get(precision, 0) + self.M * k * self.N * self.count
+        for precision, per_slot in self.mac_split:
+            out[precision] = out.get(precision, 0) + round(self.macs * per_slot)
         return out
 
     def scales(self, operand: str) -> Scales | None:
