@@ -133,14 +133,14 @@ class MatmulOp:
         """Multiply-accumulate slots at ``precision`` (the unit's time: ``macs / rate``)."""
         return self.M * self.K * self.N * self.count
 
-    def macs_by_precision(self) -> dict[str, int]:
+    def macs_by_precision(self) -> dict[str, int | Fraction]:
         """Useful MACs per precision (energy): :attr:`mac_split`'s parts, else all of
         :attr:`macs` at ``precision``."""
         if not self.mac_split:
             return {self.precision: self.macs}
-        out: dict[str, int] = {}
+        out: dict[str, Fraction] = {}  # exact: a chip's parts add up to the op's counts
         for precision, per_slot in self.mac_split:
-            out[precision] = out.get(precision, 0) + round(self.macs * per_slot)
+            out[precision] = out.get(precision, 0) + self.macs * per_slot
         return out
 
     def scales(self, operand: str) -> Scales | None:

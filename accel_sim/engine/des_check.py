@@ -14,6 +14,9 @@ within :data:`WITHIN` of its choice, is run too; the fastest in the DES is kept 
 order breaks ties). Where the model was right (the common case), nothing more is simulated:
 the choice's run is the one the caller gets.
 
+On a chip only the slowest core's part is simulated, so only its mapping is checked; the
+counts (energy) of the other parts use the model's choice.
+
 The choice is cached by (architecture content, op without its name), like the mapper's, and so
 are the DES timings of the last choices (the chip partitioner's DES runs of its closest grids
 are then the chip's run, not simulated again). The closed-form engine (``engine="twin"``),

@@ -237,7 +237,9 @@ def _best_for(arch: Arch, op: MatmulOp) -> tuple[Mapping, Program]:
     ranked = sorted(((*scored(m), i, m) for _, i, m, _ in shortlist), key=lambda e: e[:1])
     if len(_SHORTLISTS) >= _PROGRAMS_LIMIT:
         _SHORTLISTS.clear()
-    _SHORTLISTS[(arch.fingerprint, unnamed)] = [(e[5], e[4]) for e in ranked]
+    built = {id(e[6]): e[4] for e in ranked}  # each shortlisted mapping's program
+    _SHORTLISTS[(arch.fingerprint, unnamed)] = _listing(
+        shortlist, lambda m: built.get(id(m)) or Program(arch, unnamed, m))
     best = None
     for floor, weight, dram, steps, prog, i, mapping in ranked:
         if best is not None and floor > best[0][0]:
@@ -271,27 +273,45 @@ def alternatives(arch: Arch, op: MatmulOp, n: int, within: float) -> list[Progra
     chosen mapping (``engine/des_check.py``): the candidates the search shortlisted are
     re-scored, the search's own programs reused where it just ran."""
     key = (arch.fingerprint, replace(op, name=""))
+    unnamed = key[1]
     chosen = map_matmul(arch, op, key)
-    listed = _SHORTLISTS.pop(key, None)
-    if listed is None:  # (an evicted entry, or a search on capped output buffers: search again)
-        unnamed = key[1]
-        listed = []
-        for _, i, mapping, challenger in _shortlist(_Space(arch, op)):
-            listed.append((i, Program(arch, unnamed, mapping)))
-            if challenger:
-                listed.append((i, Program(arch, unnamed, challenger[2])))
+    listed = _SHORTLISTS.pop(key, None)  # the same listing either way: results do not depend
+    if listed is None:  # on whether the search just ran (an evicted entry: search again)
+        listed = _listing(_shortlist(_Space(arch, op)), lambda m: Program(arch, unnamed, m))
     ranked, best = [], None
     for i, prog in listed:
-        steps = math.prod(lp.count for lp in prog.mapping.loops)
-        score = (twin_cycles(prog) * (1 + steps / STEP_WEIGHT), _dram_bytes(prog), steps, i)
-        if prog.mapping == chosen:
+        score = (_score(prog), _dram_bytes(prog), _steps(prog.mapping), i)
+        # (a chosen mapping found with capped output buffers, ``_best``, has their counts
+        # pinned in its keep: a candidate is the same one when its tile and loops are)
+        if (prog.mapping.tile, prog.mapping.loops) == (chosen.tile, chosen.loops):
             best = score[0]
         else:
             ranked.append((score, prog))
-    if best is None:  # (the chosen mapping pins output buffers the shortlist's do not)
-        best = twin_cycles(Program(arch, key[1], chosen))
+    if best is None:
+        best = _score(Program(arch, unnamed, chosen))
     ranked.sort(key=lambda e: e[0])
     return [prog for score, prog in ranked[:n] if score[0] <= best * (1 + within)]
+
+
+def _steps(mapping: Mapping) -> int:
+    return math.prod(lp.count for lp in mapping.loops)
+
+
+def _score(prog: Program) -> float:
+    """The model's cycles × the step weight (the first field of the mapper's key)."""
+    return twin_cycles(prog) * (1 + _steps(prog.mapping) / STEP_WEIGHT)
+
+
+def _listing(shortlist: list[tuple], program) -> list[tuple[int, Program]]:
+    """Every candidate of a shortlist (each step tile's best with K innermost, then its
+    challenger with K above the block loop, if any) as (enumeration key, program), in
+    shortlist order; ``program`` builds one from a mapping."""
+    out = []
+    for _, i, mapping, challenger in shortlist:
+        out.append((i, program(mapping)))
+        if challenger:
+            out.append((i, program(challenger[2])))
+    return out
 
 
 def estimate(arch: Arch, op: MatmulOp, mapping: Mapping) -> Estimate:

@@ -13,9 +13,10 @@ from our own breakdowns, so a deviation from the paper is explained rather than 
 * matrix-unit-only speedup (ratio of ``compute_cycles``): the paper's arithmetic argument,
   0.5 / (0.25 + 1/G) when K/G fills the cube's K block;
 * matmul-op speedup (ratio of the matmul operations' busy cycles on the matrix unit, memory
-  stalls and HBM contention included, waits on the vector pass excluded), and the share of
-  each scheme's cycles spent in vector passes (W8A8's per-token absmax + quantize, OSC's
-  gather + MX quantize) and in memory stalls.
+  stalls and HBM contention included, waits on the vector pass excluded); the share of each
+  scheme's cycles with its vector pass (W8A8's per-token absmax + quantize, OSC's gather + MX
+  quantize) on the critical path; and the share of its matmul's busy cycles in memory
+  stalls.
 """
 
 from __future__ import annotations
@@ -211,9 +212,9 @@ def _explain(row) -> str:
     """One shape's speedup and where each scheme's cycles went."""
     return (
         f"{row.M}x{row.K}x{row.N} G={row.G}: {row.speedup:.2f} (matrix-only "
-        f"{row.matrix_speedup:.2f}; W8A8 vector {_pct(row.w8a8_vector_share)}, "
-        f"top stall {row.w8a8_top_stall}; OSC vector {_pct(row.osc_vector_share)}, "
-        f"top stall {row.osc_top_stall})"
+        f"{row.matrix_speedup:.2f}; W8A8 vector {_pct(row.w8a8_vector_share)} of the run, "
+        f"top stall {row.w8a8_top_stall} of its matmul; OSC vector "
+        f"{_pct(row.osc_vector_share)}, top stall {row.osc_top_stall})"
     )
 
 
