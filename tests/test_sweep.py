@@ -135,6 +135,36 @@ def test_trace_and_model_workloads(tmp_path):
     assert full["cycles"] > linear["cycles"]
 
 
+def test_a_model_workload_costs_what_accel_sim_model_does(tmp_path):
+    """A sweep point on a model workload is the ``accel-sim model`` total for that dataflow
+    (attention under the arch's attention dataflow, one launch per batch of heads, the vector
+    work, the default trace's statistics); ``attention: false`` drops the attention rows. On
+    rtx3090_like a sweep once charged the attention 4,739,530 cycles against the model's
+    671,530 (one launch per head, attention under the point's dataflow)."""
+    from accel_sim.model_run.simulate import simulate_model
+
+    spec = dict(SMALL, base_arch="rtx3090_like", engine="twin", grid={}, tie={},
+                dataflows=["fp16", "w8a8"], knobs={}, baseline="fp16")  # fmt: skip
+    spec["workloads"] = [
+        {"model": "smollm2-135m", "phase": "decode", "tokens": 1},
+        {"model": "smollm2-135m", "phase": "decode", "tokens": 1, "attention": False,
+         "name": "linear only"},
+    ]  # fmt: skip
+    df = run_sweep(write_spec(tmp_path, spec), tmp_path / "out", "synchronous", progress=False)
+    by = df.set_index(["workload", "dataflow"])
+    ran = simulate_model("rtx3090_like", "smollm2-135m", "decode", 1,
+                         dataflows=["fp16", "w8a8"], engine="twin")  # fmt: skip
+    totals = ran.totals.set_index("dataflow")
+    for flow in ("fp16", "w8a8"):
+        assert by.loc[("smollm2-135m:decode:T1:kv0:B1", flow), "cycles"] == totals.loc[
+            flow, "cycles"]  # fmt: skip
+        assert by.loc[("smollm2-135m:decode:T1:kv0:B1", flow), "energy_pj"] == pytest.approx(
+            totals.loc[flow, "energy_pj"])  # fmt: skip
+        rows = ran.table[(ran.table["dataflow"] == flow) & (ran.table["group"] != "attention")]
+        assert by.loc[("linear only", flow), "cycles"] == int(rows["cycles"].sum())
+        assert by.loc[("linear only", flow), "cycles"] < totals.loc[flow, "cycles"]
+
+
 def test_local_cluster_gives_the_in_process_table(tmp_path):
     spec = write_spec(tmp_path, SMALL)
     local = run_sweep(spec, tmp_path / "cluster", scheduler=None, progress=False)
@@ -417,3 +447,15 @@ def test_plots_have_titles_units_and_one_scale(tmp_path):
 def test_importing_the_sweep_does_not_import_the_cli():
     code = "import sys, accel_sim.sweep; assert 'accel_sim.cli' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_pareto_front_keeps_ties_and_drops_the_dominated():
+    """Equal designs share the front (two SRAM sizes that cost the same cycles and energy);
+    a point with equal cycles and more energy, or equal energy and more cycles, is off it."""
+    import numpy as np
+
+    from accel_sim.sweep.results import pareto_mask
+
+    cycles = np.array([100, 100, 120, 120, 150, 90.0])
+    energy = np.array([5.0, 5.0, 4.0, 6.0, 4.0, 9.0])
+    assert pareto_mask(cycles, energy).tolist() == [True, True, True, False, False, True]

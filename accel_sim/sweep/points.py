@@ -1,10 +1,14 @@
 """Sweep points: expansion of a validated sweep, each point's content hash and its workload.
 
 A point = (architecture parameters, dataflow, knob values, workload); its row sums the workload's
-GEMMs (a model workload's GEMMs via ``models.lower``: linear layers, LM head, attention matmuls
-unless ``attention: false``; its vector work is left out). The hash that names its file covers
-accel-sim's version and simulator source, the base architecture file, the validated
-architecture, the dataflow and resolved knobs, the workload's content and the engine.
+GEMMs, or for a model workload its rows as ``accel-sim model`` costs them
+(``model_run.simulate_model``: linear layers and LM head under the point's dataflow with the
+default trace's statistics by layer kind, attention matmuls under the architecture's attention
+dataflow with one kernel launch per batch of heads, the vector work; ``attention: false`` drops
+the attention rows). The hash that names its file covers accel-sim's version and the source
+that computes numbers, the base architecture file, the validated architecture, the dataflow and
+resolved knobs, the workload's content (a model workload's statistics trace included) and the
+engine.
 """
 
 from __future__ import annotations
@@ -26,7 +30,9 @@ from accel_sim.sweep.results import check_plots
 from accel_sim.sweep.spec import Sweep, WorkloadSpec
 from accel_sim.workload.gemm import Gemm, parse_gemm
 
-PRESENTATION = ("sweep", "tables", "model_run", "report", "__pycache__")
+#: Packages and files that only draw, print or parse flags (they cannot change a point's numbers).
+PRESENTATION = ("tables", "report", "__pycache__")
+PRESENTATION_FILES = ("cli.py", "command.py", "plot.py", "labels.py", "model_run/report.py")
 
 
 @dataclass(frozen=True)
@@ -70,7 +76,8 @@ def code_sha256() -> str:
 
 def _presentation(relative: Path) -> bool:
     """Code that draws, prints or parses flags: it cannot change a point's numbers."""
-    return relative.parts[0].removesuffix(".py") in PRESENTATION or relative.name == "cli.py"
+    return (relative.parts[0].removesuffix(".py") in PRESENTATION
+            or relative.name in PRESENTATION_FILES or relative.as_posix() in PRESENTATION_FILES)
 
 
 def _workload(w: WorkloadSpec, src: str) -> tuple[str, dict]:
@@ -85,11 +92,15 @@ def _workload(w: WorkloadSpec, src: str) -> tuple[str, dict]:
         path = load_trace(w.trace).path
         sha = sha256(b"".join((path / f).read_bytes() for f in ("gemms.csv", "stats.json")))
         return w.name or path.name, {"kind": "trace", "ref": w.trace, "sha256": sha}
+    from accel_sim.model_run.simulate import DEFAULT_STATS
     from accel_sim.workload.models import load_model
+    from accel_sim.workload.trace import load_trace
 
     canon = w.model_dump(exclude={"name", "gemm", "gemms", "trace", "model"})
     sha = sha256(canonical_json(load_model(w.model).model_dump()))
-    canon |= {"kind": "model", "ref": w.model, "sha256": sha}
+    stats = load_trace(DEFAULT_STATS).path
+    stats_sha = sha256(b"".join((stats / f).read_bytes() for f in ("gemms.csv", "stats.json")))
+    canon |= {"kind": "model", "ref": w.model, "sha256": sha, "stats_sha256": stats_sha}
     return w.name or f"{w.model}:{w.phase}:T{w.tokens}:kv{w.kv_len}:B{w.batch}", canon
 
 
@@ -104,12 +115,16 @@ def workload_gemms(canon_json: str) -> tuple[tuple, tuple]:
 
         trace = load_trace(canon["ref"])
         return trace.gemms, tuple(trace.stats_for(g) for g in trace.gemms)
+    from accel_sim.model_run.simulate import DEFAULT_STATS
+    from accel_sim.model_run.stats import KindStats
     from accel_sim.workload.models import ATTENTION_KINDS, load_model, lower
+    from accel_sim.workload.trace import load_trace
 
     args = [canon[k] for k in ("phase", "tokens", "batch", "kv_len", "extra_prefix_tokens")]
     work = lower(load_model(canon["ref"]), *args, logits=canon["logits"])
     gemms = tuple(g for g in work.gemms if canon["attention"] or g.kind not in ATTENTION_KINDS)
-    return gemms, (None,) * len(gemms)
+    by_kind = KindStats(load_trace(DEFAULT_STATS))  # as accel-sim model (the dry build's)
+    return gemms, tuple(by_kind.stats_for(g) for g in gemms)
 
 
 def _variants(sweep: Sweep, src: str) -> list[tuple[str, dict, dict, str]]:

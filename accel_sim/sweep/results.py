@@ -38,6 +38,35 @@ def point_row(results: Sequence[Any]) -> dict[str, Any]:
     return row
 
 
+def model_point_row(arch, canon: dict[str, Any], dataflow: str, knobs: dict[str, Any],
+                    engine: str) -> dict[str, Any]:  # fmt: skip
+    """One point's metrics for a model workload: the rows ``accel-sim model`` costs
+    (``model_run.simulate_model``, the default trace's statistics by layer kind), summed as
+    :func:`point_row` sums GEMMs; ``attention: false`` drops the attention rows. Its energy is
+    not broken down by component (the model's rows carry totals only)."""
+    from accel_sim.model_run.simulate import simulate_model
+
+    ran = simulate_model(arch, canon["ref"], canon["phase"], canon["tokens"], canon["batch"],
+                         canon["kv_len"], dataflows=[dataflow], knobs={dataflow: knobs},
+                         extra_prefix_tokens=canon["extra_prefix_tokens"], engine=engine,
+                         logits=canon["logits"])  # fmt: skip
+    rows = ran.table
+    if not canon["attention"]:
+        rows = rows[rows["group"] != "attention"]
+    row: dict[str, Any] = {"gemms": int((rows["op"] == "gemm").sum())}
+    for key in ("cycles", "compute_cycles", "stall_cycles", "macs"):
+        row[key] = int(rows[key].sum())
+    row["time_s"] = row["cycles"] / arch.clock_hz
+    row["energy_pj"] = float(rows["energy_pj"].sum())
+    busy = float((rows["utilization"] * rows["cycles"]).sum())
+    row["utilization"] = busy / row["cycles"] if row["cycles"] else 0.0
+    row["pj_per_mac"] = row["energy_pj"] / row["macs"] if row["macs"] else None
+    errs = rows[["rel_error", "macs"]].dropna() if "rel_error" in rows else None
+    weight = float(errs["macs"].sum()) if errs is not None else 0.0
+    row["rel_error"] = float((errs["rel_error"] * errs["macs"]).sum()) / weight if weight else None
+    return row
+
+
 def build_table(rows: list[dict[str, Any]], baseline: str | None,
                 keys: list[str]) -> pd.DataFrame:  # fmt: skip
     """The results table from rows (identifying columns + metrics), in the given order, with
@@ -46,7 +75,10 @@ def build_table(rows: list[dict[str, Any]], baseline: str | None,
     energy = sorted(c for c in columns if c.startswith("energy_") and c != "energy_pj")
     ids = [c for c in columns if c not in METRICS and c not in energy]
     df = pd.DataFrame({c: _column([row.get(c) for row in rows]) for c in columns})
-    df[energy] = df[energy].fillna(0.0)  # a component a dataflow does not use costs nothing
+    # a component a dataflow does not use costs nothing (a model workload's row has none: its
+    # energy is not broken down, so its components stay empty)
+    broken_down = df[energy].notna().any(axis=1)
+    df.loc[broken_down, energy] = df.loc[broken_down, energy].fillna(0.0)
     df = df[ids + [c for c in METRICS if c in df.columns] + energy]
     return add_pareto(add_speedup(df, baseline, keys))
 
@@ -103,12 +135,16 @@ def add_speedup(df: pd.DataFrame, baseline: str | None, keys: list[str]) -> pd.D
 
 
 def pareto_mask(cycles: np.ndarray, energy: np.ndarray) -> np.ndarray:
-    """True where no other point has both fewer-or-equal cycles and less energy."""
+    """True where no other point is at least as good in both and better in one (fewer cycles or
+    less energy): points equal in both are on the front together."""
     mask = np.zeros(len(cycles), dtype=bool)
-    best = math.inf
-    for i in np.lexsort((energy, cycles)):  # by cycles, then energy
-        if energy[i] < best:
-            mask[i], best = True, energy[i]
+    best, last = math.inf, None  # least energy at fewer cycles; (cycles, energy) of the last kept
+    order = np.lexsort((energy, cycles))  # by cycles, then energy
+    for i in order:
+        if last is not None and (cycles[i], energy[i]) == last:
+            mask[i] = True  # a tie with a front point
+        elif energy[i] < best:
+            mask[i], best, last = True, energy[i], (cycles[i], energy[i])
     return mask
 
 
@@ -126,7 +162,11 @@ def add_pareto(df: pd.DataFrame) -> pd.DataFrame:
 def front_report(df: pd.DataFrame) -> str:
     """The Pareto-front rows, as printed by ``accel-sim sweep``: time and energy with SI prefixes,
     cycles with thousands separators (the results files keep ``time_s`` and ``energy_pj``)."""
-    params = [c for c in df.columns if "." in c and not c.startswith("knob.")]
+    # the swept architecture parameters: every identifying column but the point's own, the
+    # workload's, the dataflow's and the knobs' (top-level ones such as cores too)
+    ids = ("point", "point_hash", "workload", "dataflow", "variant", "pareto", "speedup")
+    params = [c for c in df.columns if c not in ids and not is_metric(c)
+              and not c.startswith("knob.")]  # fmt: skip
     columns = [("workload", "workload", None), ("variant", "variant", None),
                *((p, p, None) for p in params), ("cycles", "cycles", count_text),
                ("time_s", "time", seconds_text), ("energy_pj", "energy", pj_text),

@@ -29,7 +29,7 @@ from accel_sim.errors import UserInputError
 from accel_sim.report.warm import warm_plots
 from accel_sim.sweep import store
 from accel_sim.sweep.points import Point, canonical_json, expand, sha256, workload_gemms
-from accel_sim.sweep.results import build_table, is_metric, point_row
+from accel_sim.sweep.results import build_table, is_metric, model_point_row, point_row
 from accel_sim.sweep.spec import load_spec
 
 CONNECT_TIMEOUT_S = 3.0  # TCP connect to a --scheduler address
@@ -47,10 +47,14 @@ def run_points(batch: str, points_dir: str | None) -> list[dict[str, Any]]:
         task, key = item["task"], item["task"]["arch_key"]
         try:
             arch = _ARCHS.get(key) or _ARCHS.setdefault(key, arch_from_dict(task["arch"], "arch"))
-            gemms, stats = workload_gemms(canonical_json(task["workload"]))
-            runs = [simulate(arch, g, task["dataflow"], task["knobs"], s, task["engine"])
-                    for g, s in zip(gemms, stats)]  # fmt: skip
-            row = point_row(runs)
+            if task["workload"]["kind"] == "model":  # as accel-sim model costs it
+                row = model_point_row(arch, task["workload"], task["dataflow"], task["knobs"],
+                                      task["engine"])  # fmt: skip
+            else:
+                gemms, stats = workload_gemms(canonical_json(task["workload"]))
+                runs = [simulate(arch, g, task["dataflow"], task["knobs"], s, task["engine"])
+                        for g, s in zip(gemms, stats)]  # fmt: skip
+                row = point_row(runs)
         except UserInputError as err:  # its constructor does not survive pickling: send text
             row = {"__error__": str(err)}
         if points_dir and "__error__" not in row:
