@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import math
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -164,8 +165,10 @@ def heatmap_figure(df: pd.DataFrame, axes: list[str], baseline: str, title: str,
         ticks += [t for t in ticker.MaxNLocator(nbins=3, steps=steps).tick_values(norm.vmin, 1.0)
                   if norm.vmin <= t < 1.0]  # fmt: skip
     bar.set_ticks(sorted({round(t, 6) for t in ticks}))
-    fig.suptitle(f"{title}: speedup over {baseline} (geometric mean over the other parameters; "
-                 "one colour scale)")  # fmt: skip
+    text = (f"{title}: speedup over {baseline} (geometric mean over the other parameters; one "
+            "colour scale)")  # fmt: skip
+    # wrapped to the figure (one 5.5-inch panel holds ~60 characters of the title's font)
+    fig.suptitle(textwrap.fill(text, max(40, int(11 * fig.get_figwidth()))))
     return fig
 
 
