@@ -115,11 +115,11 @@ def _cmd_run(args) -> int:
         if args.json:
             print(args.timeline_note, file=sys.stderr)
     if args.json:
+        from accel_sim.report.io import json_records
         from accel_sim.report.text import totals
 
         doc = {"arch": arch.name, "trace": trace.name if trace else None,
-               "totals": json.loads(totals(df).to_json(orient="records")),
-               "rows": json.loads(df.to_json(orient="records"))}  # fmt: skip
+               "totals": json_records(totals(df)), "rows": json_records(df)}  # fmt: skip
         print(json.dumps(doc, indent=2))
     else:
         source = (f" · trace {trace.name}" if trace else "") + (

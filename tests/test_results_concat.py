@@ -73,3 +73,20 @@ def test_three_identical_rows_give_three_rows_per_dataflow(tmp_path, run_cli):
     one = simulate_many(ARCH, ["16x64x64"], ["w8a8"], engine="twin")["cycles"].iloc[0]
     assert df[df["dataflow"] == "w8a8"]["cycles"].sum() == 3 * one
     assert (df["speedup_vs_w8a8"][df["dataflow"] == "w8a8"] == 1).all()
+
+
+def test_json_results_keep_full_float_precision(tmp_path):
+    """JSON rows keep every digit (pandas' to_json rounds to 10 decimal places, which left a
+    time of 3.6667e-07 s with 4 significant digits); NaN and NA become null."""
+    import json
+
+    import numpy as np
+    import pandas as pd
+
+    from accel_sim.report.io import write_table
+
+    df = pd.DataFrame({"time_s": [3.6666666666666667e-07, 1.0], "x": [np.nan, 2.0],
+                       "n": pd.array([None, 3], dtype="Int64")})  # fmt: skip
+    rows = json.loads(write_table(df, tmp_path / "r.json").read_text())
+    assert rows[0]["time_s"] == 3.6666666666666667e-07
+    assert rows[0]["x"] is None and rows[0]["n"] is None and rows[1]["n"] == 3

@@ -98,8 +98,7 @@ class ModelResult:
                 f"{self.phase} {shape} · {self.stats_source}")  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
-        def records(df):
-            return json.loads(df.to_json(orient="records"))
+        from accel_sim.report.io import json_records as records
 
         meta = {k: getattr(self, k) for k in ("arch", "arch_path", "arch_scope", "model",
                                                "phase", "tokens", "batch", "kv_len",

@@ -83,6 +83,23 @@ def _atomic_write(path: Path, write) -> None:
         raise
 
 
+def _json_value(value: Any) -> Any:
+    """A cell as plain JSON: numpy scalars as Python ones, NaN, infinities and NA as null."""
+    if value is pd.NA or value is None:
+        return None
+    if hasattr(value, "item"):  # numpy scalars
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def json_records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """The table's rows as JSON-able dicts, floats at full precision (``DataFrame.to_json``
+    rounds to 10 decimal places: a time of 3.6667e-07 s kept 4 digits)."""
+    return [{str(k): _json_value(v) for k, v in row.items()} for row in df.to_dict("records")]
+
+
 def write_table(df: pd.DataFrame, path: str | Path) -> Path:
     """Write ``df`` as CSV, Parquet or JSON (by suffix), atomically and deterministically."""
     path = check_output_path(path)
@@ -92,8 +109,7 @@ def write_table(df: pd.DataFrame, path: str | Path) -> Path:
     elif path.suffix == ".parquet":
         _atomic_write(path, lambda tmp: df.to_parquet(tmp, index=False))
     else:
-        records = json.loads(df.to_json(orient="records"))
-        write_json(records, path)
+        write_json(json_records(df), path)
     return path
 
 

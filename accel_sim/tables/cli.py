@@ -79,17 +79,11 @@ def _write_png(result, path: Path) -> None:
         plt.close("all")
 
 
-def _json_value(value):
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if hasattr(value, "item"):  # numpy scalars
-        return _json_value(value.item())
-    return value
-
-
 def rows_of(df: pd.DataFrame) -> list[dict]:
     """The table's rows as plain JSON-able dicts (NaN → null)."""
-    return [{str(k): _json_value(v) for k, v in row.items()} for row in df.to_dict("records")]
+    from accel_sim.report.io import json_records
+
+    return json_records(df)
 
 
 def _fmt(value: float) -> str:
