@@ -422,19 +422,19 @@ def test_plots_have_titles_units_and_one_scale(tmp_path):
     assert [t.get_text() for t in panels[0].get_xticklabels()] == ["4", "8"]
     bars = [ax for ax in heat.axes if ax.get_label() == "<colorbar>"]
     assert [ax.get_ylabel() for ax in bars] == ["speedup over w8a8 (×)"]
-    # two workloads: one spans 100× in cycles, the other 1.2×: both panels log, no offsets
+    # two workloads: one spans 100× in time, the other 1.2×: both panels log, no offsets
     synthetic = pd.DataFrame({
         "workload": ["a"] * 3 + ["b"] * 3, "variant": ["x", "y", "z"] * 2,
-        "cycles": [1e6, 1e7, 1e8, 2.0e9, 2.2e9, 2.4e9],
+        "time_s": [1e-3, 1e-2, 1e-1, 2.0, 2.2, 2.4],
         "energy_pj": [3e9, 2e9, 1e9, 1.000e9, 1.001e9, 1.002e9],
         "pareto": [True, True, True, True, False, False]})  # fmt: skip
     only_b = synthetic[synthetic["workload"] == "b"]
-    for frame, scale, unit in ((synthetic, "log", "millions"), (only_b, "linear", "billions")):
+    for frame, scale, unit in ((synthetic, "log", "ms"), (only_b, "linear", "s")):
         fig = plot.pareto_figure(frame, "demo")
         axes = _inspect(fig)
-        assert fig.get_suptitle().startswith("demo: cycles vs energy")
+        assert fig.get_suptitle().startswith("demo: time vs energy")
         assert {ax.get_xscale() for ax in axes} == {ax.get_yscale() for ax in axes} == {scale}
-        assert {ax.get_xlabel() for ax in axes} == {f"cycles ({unit})"}
+        assert {ax.get_xlabel() for ax in axes} == {f"time ({unit})"}
         assert {ax.get_ylabel() for ax in axes} == {"energy (mJ)"}
         for ax in axes:
             assert ax.get_title() in ("a", "b")
@@ -450,12 +450,22 @@ def test_importing_the_sweep_does_not_import_the_cli():
 
 
 def test_pareto_front_keeps_ties_and_drops_the_dominated():
-    """Equal designs share the front (two SRAM sizes that cost the same cycles and energy);
-    a point with equal cycles and more energy, or equal energy and more cycles, is off it."""
+    """Equal designs share the front (two SRAM sizes that cost the same time and energy); a
+    point with equal time and more energy, or equal energy and more time, is off it."""
     import numpy as np
 
     from accel_sim.sweep.results import pareto_mask
 
-    cycles = np.array([100, 100, 120, 120, 150, 90.0])
+    time = np.array([100, 100, 120, 120, 150, 90.0])
     energy = np.array([5.0, 5.0, 4.0, 6.0, 4.0, 9.0])
-    assert pareto_mask(cycles, energy).tolist() == [True, True, True, False, False, True]
+    assert pareto_mask(time, energy).tolist() == [True, True, True, False, False, True]
+
+
+def test_pareto_front_compares_time_across_clocks():
+    """Two designs with equal cycles and energy at 1.0 and 1.8 GHz: the faster clock alone is
+    on the front (by cycles they would tie)."""
+    from accel_sim.sweep.results import add_pareto
+
+    df = pd.DataFrame({"workload": ["g", "g"], "cycles": [1000, 1000],
+                       "time_s": [1000 / 1.0e9, 1000 / 1.8e9], "energy_pj": [5.0, 5.0]})
+    assert add_pareto(df)["pareto"].tolist() == [False, True]

@@ -17,6 +17,7 @@ BINARY = ((1, "B"), (2**10, "KiB"), (2**20, "MiB"), (2**30, "GiB"), (2**40, "TiB
 HERTZ = ((1, "Hz"), (1e3, "kHz"), (1e6, "MHz"), (1e9, "GHz"))
 ENERGY_PJ = ((1, "pJ"), (1e3, "nJ"), (1e6, "µJ"), (1e9, "mJ"), (1e12, "J"))  # divisors of pJ
 COUNT = ((1, ""), (1e3, "thousands"), (1e6, "millions"), (1e9, "billions"), (1e12, "trillions"))
+SECONDS = ((1e-12, "ps"), (1e-9, "ns"), (1e-6, "µs"), (1e-3, "ms"), (1, "s"))
 
 # leaf field -> (name, unit); a unit tuple is a ladder chosen by the values, a str is fixed
 FIELDS: dict[str, tuple[str, Any]] = {

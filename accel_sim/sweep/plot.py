@@ -1,9 +1,9 @@
 """The sweep's plots, drawn on :class:`matplotlib.figure.Figure` objects (no pyplot state).
 
-* ``pareto.png``: cycles vs energy, one panel per workload (at most :data:`MAX_PANELS`), each
+* ``pareto.png``: time vs energy, one panel per workload (at most :data:`MAX_PANELS`), each
   variant a colour, the Pareto front circled. Every panel uses the same scale on both axes — log
   when some panel spans more than a decade, else linear — and units chosen for the figure
-  (cycles in thousands/millions/..., energy in pJ/nJ/µJ/mJ/J), without offset text: on log
+  (time in ns/µs/ms/s, energy in pJ/nJ/µJ/mJ/J), without offset text: on log
   axes the smallest value reads ≥ 1, on linear axes the largest reads in [1, 1000).
 * ``heatmap.png``: speedup over two parameters (grid paths, ``workload`` or ``variant``), one
   panel per non-baseline variant; cells are geometric means over every other parameter. All
@@ -24,7 +24,7 @@ from matplotlib import colormaps, ticker
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 
-from accel_sim.sweep.labels import COUNT, ENERGY_PJ, param_label, pick_unit, tick_text
+from accel_sim.sweep.labels import ENERGY_PJ, SECONDS, param_label, pick_unit, tick_text
 
 MAX_PANELS = 6
 DECADE = 10.0  # a panel spanning more than this ratio puts every panel on log axes
@@ -70,20 +70,21 @@ def _format_axis(axis: Any, log: bool, low: float, high: float) -> None:
 
 
 def pareto_figure(df: pd.DataFrame, title: str) -> Figure:
-    """Cycles vs energy per workload, each variant a colour, the Pareto front drawn over it."""
+    """Time vs energy per workload, each variant a colour, the Pareto front drawn over it (time,
+    not cycles: a sweep may change the clock)."""
     workloads = list(dict.fromkeys(df["workload"]))
     shown = workloads[:MAX_PANELS]
     fig, axes = _grid(len(shown), 5.0, 4.0)
     variants = list(dict.fromkeys(df["variant"]))
     colors = {v: colormaps["tab10"](i % 10) for i, v in enumerate(variants)}
     panels = [df[df["workload"] == w] for w in shown]
-    log = any(max(_span(p["cycles"]), _span(p["energy_pj"])) > DECADE for p in panels)
+    log = any(max(_span(p["time_s"]), _span(p["energy_pj"])) > DECADE for p in panels)
     # the unit: the smallest value ≥ 1 on log axes, the largest < 1000 (when it can) on linear
     pick = (lambda v: v[v > 0].min() if (v > 0).any() else 1.0) if log else (lambda v: v.max())
-    x_div, x_unit = pick_unit([pick(df["cycles"])], COUNT)
+    x_div, x_unit = pick_unit([pick(df["time_s"])], SECONDS)
     y_div, y_unit = pick_unit([pick(df["energy_pj"])], ENERGY_PJ)
     for ax, workload, sub in zip(axes, shown, panels):
-        x, y = sub["cycles"] / x_div, sub["energy_pj"] / y_div
+        x, y = sub["time_s"] / x_div, sub["energy_pj"] / y_div
         for variant in dict.fromkeys(sub["variant"]):
             mine = sub["variant"] == variant
             ax.scatter(x[mine], y[mine], s=18, alpha=0.6, color=colors[variant], label=variant)
@@ -98,12 +99,11 @@ def pareto_figure(df: pd.DataFrame, title: str) -> Figure:
             ax.set_yscale("log")
         _format_axis(ax.xaxis, log, float(x.min()), float(x.max()))
         _format_axis(ax.yaxis, log, float(y.min()), float(y.max()))
-        ax.set(title=str(workload), ylabel=f"energy ({y_unit})",
-               xlabel=f"cycles ({x_unit})" if x_unit else "cycles (clock cycles)")  # fmt: skip
+        ax.set(title=str(workload), ylabel=f"energy ({y_unit})", xlabel=f"time ({x_unit})")
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
     more = f" (first {len(shown)} of {len(workloads)})" if len(workloads) > len(shown) else ""
-    fig.suptitle(f"{title}: cycles vs energy per workload, Pareto front circled{more}")
+    fig.suptitle(f"{title}: time vs energy per workload, Pareto front circled{more}")
     fig.tight_layout()
     return fig
 

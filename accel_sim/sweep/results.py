@@ -134,25 +134,26 @@ def add_speedup(df: pd.DataFrame, baseline: str | None, keys: list[str]) -> pd.D
     return df
 
 
-def pareto_mask(cycles: np.ndarray, energy: np.ndarray) -> np.ndarray:
-    """True where no other point is at least as good in both and better in one (fewer cycles or
+def pareto_mask(time: np.ndarray, energy: np.ndarray) -> np.ndarray:
+    """True where no other point is at least as good in both and better in one (less time or
     less energy): points equal in both are on the front together."""
-    mask = np.zeros(len(cycles), dtype=bool)
-    best, last = math.inf, None  # least energy at fewer cycles; (cycles, energy) of the last kept
-    order = np.lexsort((energy, cycles))  # by cycles, then energy
+    mask = np.zeros(len(time), dtype=bool)
+    best, last = math.inf, None  # least energy in less time; (time, energy) of the last kept
+    order = np.lexsort((energy, time))  # by time, then energy
     for i in order:
-        if last is not None and (cycles[i], energy[i]) == last:
+        if last is not None and (time[i], energy[i]) == last:
             mask[i] = True  # a tie with a front point
         elif energy[i] < best:
-            mask[i], best, last = True, energy[i], (cycles[i], energy[i])
+            mask[i], best, last = True, energy[i], (time[i], energy[i])
     return mask
 
 
 def add_pareto(df: pd.DataFrame) -> pd.DataFrame:
-    """Add a boolean ``pareto`` column (front of cycles vs energy within each workload)."""
+    """Add a boolean ``pareto`` column (front of time vs energy within each workload: time, not
+    cycles, since a sweep may change the clock; at one clock the two fronts are the same)."""
     mask = pd.Series(False, index=df.index)
     for _, group in df.groupby("workload", sort=False):
-        front = pareto_mask(group["cycles"].to_numpy(float), group["energy_pj"].to_numpy(float))
+        front = pareto_mask(group["time_s"].to_numpy(float), group["energy_pj"].to_numpy(float))
         mask[group.index] = front
     out = df.assign(pareto=mask)
     out.attrs = dict(df.attrs)
@@ -171,5 +172,5 @@ def front_report(df: pd.DataFrame) -> str:
                *((p, p, None) for p in params), ("cycles", "cycles", count_text),
                ("time_s", "time", seconds_text), ("energy_pj", "energy", pj_text),
                ("speedup", "speedup", ratio_text)]  # fmt: skip
-    title = f"Pareto front (cycles vs energy, per workload); speedup vs {df.attrs['baseline']}:"
+    title = f"Pareto front (time vs energy, per workload); speedup vs {df.attrs['baseline']}:"
     return title + "\n" + display_table(df.loc[df["pareto"]], columns)
