@@ -212,6 +212,28 @@ def test_sigkill_then_restart_recomputes_nothing_finished(tmp_path):
         assert (out / name).read_bytes() == (reference / name).read_bytes()
 
 
+def test_ctrl_c_is_one_line_not_worker_tracebacks(tmp_path):
+    """A Ctrl-C reaches the whole process group: the local cluster's workers ignore it (they
+    each printed a KeyboardInterrupt traceback) and the command says it was interrupted."""
+    spec = dict(SMALL, grid={"compute.block_m": [8, 16, 32],
+                             "memory.HBM.read_bytes_per_cycle": [9.25, 18.5, 37, 74]})  # fmt: skip
+    spec["workloads"] = [{"gemm": g} for g in ("16x512x512", "64x512x1024", "128x1024x512")]
+    out = tmp_path / "out"
+    args = [sys.executable, "-m", "accel_sim.cli", "sweep", str(write_spec(tmp_path, spec)),
+            "--out", str(out), "--no-progress"]  # fmt: skip
+    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not list((out / "points").glob("*.parquet")):
+        assert proc.poll() is None, proc.communicate()[1]
+        assert time.monotonic() < deadline, "no point finished in 60 s"
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and err.strip().splitlines()[-1] == "accel-sim: interrupted"
+
+
 def test_a_point_error_on_a_worker_is_one_user_error(tmp_path):
     # the dry build on the base architecture passes; the FP4 rate 0 point fails where it runs
     spec = dict(SMALL, grid={"compute.rates.fp4": [4, 0]}, tie={}, dataflows=["osc"], knobs={})

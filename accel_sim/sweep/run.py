@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
 import socket
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Iterator
@@ -81,6 +83,22 @@ def _check_reachable(address: str) -> None:
 
 
 @contextmanager
+def _workers_ignore_ctrl_c() -> Iterator[None]:
+    """Start processes that ignore SIGINT: a Ctrl-C in the terminal reaches the whole process
+    group, and the local cluster's workers each printed a KeyboardInterrupt traceback while this
+    process shut them down. A process started while SIGINT is ignored keeps ignoring it (Python
+    installs its handler only where the signal is not ignored). Main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextmanager
 def _client(scheduler: Any) -> Iterator[tuple[Any, bool]]:
     """(Dask client or None for in-process, whether its workers share our disk); a client
     passed in stays open. An unreachable address is one :class:`UserInputError`."""
@@ -90,8 +108,8 @@ def _client(scheduler: Any) -> Iterator[tuple[Any, bool]]:
     from dask.distributed import Client, LocalCluster
 
     if scheduler is None:
-        with warnings.catch_warnings():  # "port 8787 in use": the disabled dashboard's port
-            warnings.simplefilter("ignore", UserWarning)
+        with warnings.catch_warnings(), _workers_ignore_ctrl_c():
+            warnings.simplefilter("ignore", UserWarning)  # "port 8787 in use": the dashboard's
             cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None,
                                    processes=True, silence_logs=logging.CRITICAL)  # fmt: skip
         with cluster, Client(cluster) as client:
