@@ -248,8 +248,12 @@ def test_dry_build_checks_each_dataflow_against_each_workload(tmp_path):
     spec["workloads"] = [{"trace": "all-minilm-l6-v2"}]  # outlier counts from the trace: fine
     assert len(expand(load_spec(write_spec(tmp_path, spec)))) == 2
     spec["workloads"].append({"gemm": "16x512x512"})  # no statistics, no outlier_channels knob
-    with pytest.raises(UserInputError, match="llm_int8 on 16x512x512: .*outlier channels"):
+    with pytest.raises(UserInputError, match="llm_int8 on 16x512x512: needs .*outlier channels"
+                       ) as caught:  # fmt: skip
         expand(load_spec(write_spec(tmp_path, spec)))
+    # in the sweep file's own terms, not the command line's
+    assert "knobs: {llm_int8: {outlier_channels: [N]}}" in str(caught.value)
+    assert "--" not in str(caught.value)
     with pytest.raises(UserInputError, match=r"osc\[G=128\] on all-minilm-l6-v2: .*G in"):
         spec = dict(spec, dataflows=["osc"], knobs={"osc": {"G": [128]}})
         expand(load_spec(write_spec(tmp_path, spec)))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -141,6 +142,12 @@ def _variants(sweep: Sweep, src: str) -> list[tuple[str, dict, dict, str]]:
     return variants
 
 
+def _sweep_words(message: str) -> str:
+    """A dataflow's hint in a sweep file's terms: its command-line flags name sweep keys."""
+    message = message.replace("run it on a trace (--trace)", "use a trace workload (trace: NAME)")
+    return re.sub(r"--knob (\w+)\.(\w+)=(\w+)", r"knobs: {\1: {\2: [\3]}}", message)
+
+
 def expand(sweep: Sweep) -> list[Point]:
     """All points in a deterministic order: workload, architecture axes, dataflow, knobs.
     Bad knobs, workloads and grid values are one :class:`UserInputError` before any work."""
@@ -155,7 +162,9 @@ def expand(sweep: Sweep) -> list[Point]:
             try:
                 get_dataflow(name).build(gemms[0], load_arch(spec.base_arch), stats[0], knobs)
             except UserInputError as err:
-                raise UserInputError(src, f"{variant} on {label}: {err}") from None
+                text = str(err).removeprefix(f"{name} on {gemms[0].label}: ")
+                raise UserInputError(src, f"{variant} on {label}: {_sweep_words(text)}"
+                                     ) from None  # fmt: skip
     archs = []  # (params, arch dict, key of the validated architecture)
     for params, arch in arch_steps(sweep.base, sweep.axes, spec.tie, src):
         try:
