@@ -55,6 +55,16 @@ _LIMIT = 20000
 _TIMINGS_LIMIT = 64
 
 
+def _key(arch: Arch, op: MatmulOp) -> tuple:
+    return (arch.fingerprint, replace(op, name=""))
+
+
+def _keep(key: tuple, timing: MatmulTiming) -> None:
+    if len(_TIMINGS) >= _TIMINGS_LIMIT:
+        _TIMINGS.clear()
+    _TIMINGS[key] = timing
+
+
 def _choose(arch: Arch, op: MatmulOp, key: tuple) -> Program:
     program = mapped_program(arch, op)
     timing = simulate_program(program)
@@ -65,37 +75,33 @@ def _choose(arch: Arch, op: MatmulOp, key: tuple) -> Program:
                 program, timing = other, run
     if len(_CHOSEN) >= _LIMIT:
         _CHOSEN.clear()
-    if len(_TIMINGS) >= _TIMINGS_LIMIT:
-        _TIMINGS.clear()
     _CHOSEN[key] = program.mapping
-    _TIMINGS[key] = timing
+    _keep(key, timing)
     return program
+
+
+def _program(arch: Arch, op: MatmulOp, key: tuple) -> Program:
+    mapping = _CHOSEN.get(key)
+    return _choose(arch, op, key) if mapping is None else Program(arch, key[1], mapping)
 
 
 def des_program(arch: Arch, op: MatmulOp) -> Program:
     """The step program the DES runs for ``op`` (without its name) on ``arch``: the mapper's
     choice as checked by the DES (module docstring)."""
-    unnamed = replace(op, name="")
-    key = (arch.fingerprint, unnamed)
-    mapping = _CHOSEN.get(key)
-    if mapping is None:
-        return _choose(arch, op, key)
-    return Program(arch, unnamed, mapping)
+    return _program(arch, op, _key(arch, op))
 
 
 def des_timing(arch: Arch, op: MatmulOp, collapse: bool = True) -> tuple[Program, MatmulTiming]:
     """(:func:`des_program`, its DES run): the check's run where it is still kept, else a new
     one (``collapse`` off: always a new one, without the steady-state collapse, which must
     give the same)."""
-    program = des_program(arch, op)
-    key = (arch.fingerprint, replace(op, name=""))
+    key = _key(arch, op)
+    program = _program(arch, op, key)
     timing = _TIMINGS.get(key) if collapse else None
     if timing is None:
         timing = simulate_program(program, collapse=collapse)
         if collapse:
-            if len(_TIMINGS) >= _TIMINGS_LIMIT:
-                _TIMINGS.clear()
-            _TIMINGS[key] = timing
+            _keep(key, timing)
     return program, timing
 
 

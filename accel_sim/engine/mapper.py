@@ -173,8 +173,7 @@ def _best(arch: Arch, op: MatmulOp) -> tuple[Mapping, Program]:
         mapping, _ = _best_for(_output_buffers_capped(arch, cap), op)
         mapping = _pin_output_buffers(arch, mapping, cap)
         program = Program(arch, unnamed, mapping)
-        steps = math.prod(lp.count for lp in mapping.loops)
-        key = (twin_cycles(program) * (1 + steps / STEP_WEIGHT), _dram_bytes(program), steps)
+        key = (_score(program), _dram_bytes(program), _steps(mapping))
         if best is None or key < best[0]:
             best = (key, mapping, program)
     return best[1], best[2]
@@ -224,7 +223,7 @@ def _best_for(arch: Arch, op: MatmulOp) -> tuple[Mapping, Program]:
     def scored(mapping: Mapping) -> tuple:
         """(twin_floor × weight, weight, DRAM bytes, steps, program) of a candidate."""
         prog = Program(arch, unnamed, mapping)  # as estimate(), without per-port
-        steps = math.prod(lp.count for lp in mapping.loops)
+        steps = _steps(mapping)
         weight = 1 + steps / STEP_WEIGHT
         return twin_floor(prog) * weight, weight, _dram_bytes(prog), steps, prog
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from accel_sim.errors import UserInputError
+from accel_sim.report.io import json_records as rows_of  # the rows as JSON (NaN → null)
 
 DEFAULT_OUT = "results"
 
@@ -77,13 +78,6 @@ def _write_png(result, path: Path) -> None:
         _atomic_write(path, result.plot)  # the temp name has no suffix: figures save as PNG
     finally:
         plt.close("all")
-
-
-def rows_of(df: pd.DataFrame) -> list[dict]:
-    """The table's rows as plain JSON-able dicts (NaN → null)."""
-    from accel_sim.report.io import json_records
-
-    return json_records(df)
 
 
 def _fmt(value: float) -> str:
