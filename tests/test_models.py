@@ -93,8 +93,10 @@ def test_prefill_shapes_and_kinds():
     assert (down.K, down.N, down.kind) == (12288, 4096, "down_in")
     assert by_name["lm_head"].kind == "lm_head_in" and by_name["lm_head"].M == 512
     qk, pv = by_name["layers.*.self_attn.qk"], by_name["layers.*.self_attn.pv"]
-    assert (qk.M, qk.K, qk.N, qk.count) == (128, 128, 128, 32 * 4 * 36)
-    assert (pv.M, pv.K, pv.N, pv.kind) == (128, 128, 128, "attn_pv")
+    # grouped-query attention: 32 query heads over 8 key/value heads, 4 query heads stacked
+    # per matmul (M = 4 × 128 tokens), one matmul per key/value head, batch and layer
+    assert (qk.M, qk.K, qk.N, qk.count) == (4 * 128, 128, 128, 8 * 4 * 36)
+    assert (pv.M, pv.K, pv.N, pv.kind) == (4 * 128, 128, 128, "attn_pv")
     assert lower(spec, "prefill", 128, batch=4, logits="last").gemms[-1].M == 4
     kinds = {v.kind for v in work.vector_ops}
     assert kinds == {"norm", "rotary", "activation", "residual", "softmax"}
@@ -105,9 +107,13 @@ def test_decode_kv_len_and_prefix_tokens_extend_attention():
     work = lower(spec, "decode", 1, batch=3, kv_len=100)
     qk = next(g for g in work.gemms if g.kind == "attn_qk")
     pv = next(g for g in work.gemms if g.kind == "attn_pv")
-    assert (qk.M, qk.K, qk.N) == (1, 64, 101)
-    assert (pv.M, pv.K, pv.N) == (1, 101, 64)
-    assert qk.count == spec.heads * 3 * spec.layers
+    group = spec.heads // spec.kv_heads  # 9 query heads over 3 key/value heads
+    assert (group, spec.kv_heads) == (3, 3)
+    assert (qk.M, qk.K, qk.N) == (group, 64, 101)
+    assert (pv.M, pv.K, pv.N) == (group, 101, 64)
+    assert qk.count == spec.kv_heads * 3 * spec.layers
+    # the same MACs as one matmul per query head: heads × batch × layers rows of 1 × 64 × 101
+    assert qk.M * qk.count == spec.heads * 3 * spec.layers
     assert all(g.M == 3 for g in work.gemms if not g.kind.startswith("attn_"))
     prefixed = lower(spec, "decode", 1, kv_len=100, extra_prefix_tokens=4)
     assert next(g for g in prefixed.gemms if g.kind == "attn_qk").N == 105
@@ -240,7 +246,8 @@ def test_size_limit_is_in_the_field_descriptions():
         ("prefill", {"tokens": 2**25}, "tokens"),
         ("prefill", {"tokens": 8192, "batch": 4096}, "tokens × batch"),
         ("prefill", {"tokens": 16, "kv_len": 2**24 - 8}, "kv_len + tokens + extra_prefix_tokens"),
-        ("prefill", {"tokens": 1, "batch": 100_000}, "batch"),
+        ("prefill", {"tokens": 1, "batch": 200_000}, "batch"),  # 3 kv heads × 30 layers × it
+        ("prefill", {"tokens": 2**23}, "tokens"),  # the attention M: 3 query heads per K/V head
         ("decode", {"tokens": 1_000_000}, "tokens"),
     ],
 )

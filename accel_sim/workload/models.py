@@ -12,16 +12,18 @@ A model file (``workloads/models/<name>.yaml``) holds the shape of one published
 
 Modelling assumptions:
 
-* ``count`` = identical instances (layers × experts × steps; heads × batch × layers for
-  attention), ``layer = -1``; ``expand_layers=True`` emits one row per layer instead.
+* ``count`` = identical instances (layers × experts × steps; key/value heads × batch × layers
+  for attention), ``layer = -1``; ``expand_layers=True`` emits one row per layer instead.
 * Llama-style names for every family (``layers.*.self_attn.q_proj``, ``layers.*.mlp.up_proj``);
   GPT-2's fused ``c_attn`` becomes q/k/v GEMMs. Biases, norm weights and embedding lookups are
   not GEMMs.
-* Attention is per query head and per sequence: QKᵀ is ``T_q × head_dim × T_kv`` and PV is
-  ``T_q × T_kv × head_dim``, ``count = heads × batch × layers`` (GQA shares K/V between heads but
-  every query head still does its own matmul). **Causal prefill is counted as full** (no saving
-  from the mask), as a dense accelerator kernel computes the masked blocks anyway; the true causal
-  work is about half for ``kv_len = 0``.
+* Attention is per key/value head and per sequence: the ``group = heads / kv_heads`` query heads
+  that share a K/V head (grouped-query attention) are one matmul with their rows stacked, as
+  GQA kernels compute them, so each K/V head is read once per step: QKᵀ is
+  ``group·T_q × head_dim × T_kv`` and PV is ``group·T_q × T_kv × head_dim``,
+  ``count = kv_heads × batch × layers`` (the MACs of one matmul per query head). **Causal
+  prefill is counted as full** (no saving from the mask), as a dense accelerator kernel computes
+  the masked blocks anyway; the true causal work is about half for ``kv_len = 0``.
 * MoE: ``routed = M · active_experts`` token-expert pairs are spread evenly over
   ``used = min(experts, routed)`` experts, each getting ``ceil(routed / used)`` tokens. With
   ``routed ≥ experts`` this is the brief's average ``ceil(M·active/experts)`` per expert; in small
@@ -155,8 +157,9 @@ def workload_size_problem(
     Returns ``(arguments, message)``: ``arguments`` names the arguments at fault with ``lower``'s
     parameter names (``"tokens × batch"``), for the caller to name them as its user wrote them.
     Checked: each argument; ``tokens × batch`` (prefill: the M of every linear GEMM);
-    ``kv_len + tokens + extra_prefix_tokens`` (the longest attention T_kv); the GEMM counts
-    ``heads × batch × layers`` (attention) and ``layers × tokens`` (decode steps; MoE: × the
+    ``kv_len + tokens + extra_prefix_tokens`` (the longest attention T_kv); the attention M
+    (query heads per key/value head × tokens in prefill); the GEMM counts
+    ``kv_heads × batch × layers`` (attention) and ``layers × tokens`` (decode steps; MoE: × the
     experts used).
     """
     values = dict(tokens=tokens, batch=batch, kv_len=kv_len,
@@ -170,11 +173,14 @@ def workload_size_problem(
     times = tokens if decode else 1
     used = expert_load(spec.moe, m)[0] if spec.moe is not None else 1
     t_kv = kv_len + tokens + extra_prefix_tokens
+    group = spec.heads // spec.kv_heads
     checks = [  # (arguments, value, what the value is if not just the arguments, meaning)
         ("tokens × batch", m, "", "the M of every linear GEMM"),
         ("kv_len + tokens + extra_prefix_tokens", t_kv, "", "the longest attention length T_kv"),
-        ("batch", spec.heads * batch * layers, f"heads ({spec.heads}) × batch × layers "
-         f"({layers})", "the count of the attention matmuls"),
+        ("tokens", group * (1 if decode else tokens), f"query heads per key/value head "
+         f"({group}) × tokens", "the M of the attention matmuls"),
+        ("batch", spec.kv_heads * batch * layers, f"key/value heads ({spec.kv_heads}) × batch "
+         f"× layers ({layers})", "the count of the attention matmuls"),
         ("tokens", used * layers * times, f"{'experts used × ' if spec.moe else ''}layers "
          f"({layers}) × tokens", "the count of the linear GEMMs over the decode steps"),
     ]  # fmt: skip
@@ -287,13 +293,16 @@ def lower(
 
     # (T_q, T_kv) of each forward pass; decode step i sees i + 1 new tokens.
     passes = [(1, kv_len + i + 1) for i in range(tokens)] if decode else [(tokens, kv_len + tokens)]
-    per, d, attn = spec.heads * batch, spec.head_dim, "layers.*.self_attn."
+    # grouped-query attention: the query heads that share a key/value head are one matmul
+    # (their rows stacked, M = group × T_q), so each step reads a K/V head once, as GQA kernels do
+    group, d, attn = spec.heads // spec.kv_heads, spec.head_dim, "layers.*.self_attn."
+    per, heads = spec.kv_heads * batch, spec.heads * batch
     for t_q, t_kv in passes:
         t_kv += extra_prefix_tokens
         label = f"[kv{t_kv}]" if decode and tokens > 1 else ""
-        att_g = [(attn + "qk" + label, "attn_qk", t_q, d, t_kv, per)]
-        att_g.append((attn + "pv" + label, "attn_pv", t_q, t_kv, d, per))
-        att_v = [(attn + "softmax" + label, "softmax", t_q * t_kv, fpe["softmax"], per)]
+        att_g = [(attn + "qk" + label, "attn_qk", group * t_q, d, t_kv, per)]
+        att_g.append((attn + "pv" + label, "attn_pv", group * t_q, t_kv, d, per))
+        att_v = [(attn + "softmax" + label, "softmax", t_q * t_kv, fpe["softmax"], heads)]
         gemms += _expand(att_g, spec.layers, 1, expand_layers, _gemm)
         vecs += _expand(att_v, spec.layers, 1, expand_layers, _vector)
 
