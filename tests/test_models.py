@@ -93,10 +93,9 @@ def test_prefill_shapes_and_kinds():
     assert (down.K, down.N, down.kind) == (12288, 4096, "down_in")
     assert by_name["lm_head"].kind == "lm_head_in" and by_name["lm_head"].M == 512
     qk, pv = by_name["layers.*.self_attn.qk"], by_name["layers.*.self_attn.pv"]
-    # grouped-query attention: 32 query heads over 8 key/value heads, 4 query heads stacked
-    # per matmul (M = 4 × 128 tokens), one matmul per key/value head, batch and layer
-    assert (qk.M, qk.K, qk.N, qk.count) == (4 * 128, 128, 128, 8 * 4 * 36)
-    assert (pv.M, pv.K, pv.N, pv.kind) == (4 * 128, 128, 128, "attn_pv")
+    # prefill: one matmul per query head (GQA's heads are not stacked, as in FlashAttention)
+    assert (qk.M, qk.K, qk.N, qk.count) == (128, 128, 128, 32 * 4 * 36)
+    assert (pv.M, pv.K, pv.N, pv.kind) == (128, 128, 128, "attn_pv")
     assert lower(spec, "prefill", 128, batch=4, logits="last").gemms[-1].M == 4
     kinds = {v.kind for v in work.vector_ops}
     assert kinds == {"norm", "rotary", "activation", "residual", "softmax"}
@@ -246,8 +245,8 @@ def test_size_limit_is_in_the_field_descriptions():
         ("prefill", {"tokens": 2**25}, "tokens"),
         ("prefill", {"tokens": 8192, "batch": 4096}, "tokens × batch"),
         ("prefill", {"tokens": 16, "kv_len": 2**24 - 8}, "kv_len + tokens + extra_prefix_tokens"),
-        ("prefill", {"tokens": 1, "batch": 200_000}, "batch"),  # 3 kv heads × 30 layers × it
-        ("prefill", {"tokens": 2**23}, "tokens"),  # the attention M: 3 query heads per K/V head
+        ("prefill", {"tokens": 1, "batch": 100_000}, "batch"),  # 9 heads × 30 layers × it
+        ("decode", {"tokens": 1, "batch": 200_000}, "batch"),  # 3 K/V heads × 30 layers × it
         ("decode", {"tokens": 1_000_000}, "tokens"),
     ],
 )

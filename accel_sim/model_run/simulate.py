@@ -7,8 +7,8 @@ same way for all of them. Modelling assumptions (also in every result's ``notes`
 * **Attention matmuls** (QKᵀ, PV) run in FP16 under every dataflow: the schemes here quantize the
   linear layers; Q, K, V and the KV cache stay FP16. This includes ``w4a4_static`` (PrefixQuant
   also quantizes the KV cache to 4 bits, KV4; that is out of scope here). On an architecture
-  without an FP16 rate they run as ``w8a8_static``. With grouped-query attention the query
-  heads sharing a key/value head are one matmul (rows stacked, ``M`` = group × T_q), so a step
+  without an FP16 rate they run as ``w8a8_static``. In decode with grouped-query attention the
+  query heads sharing a key/value head are one matmul (rows stacked, ``M`` = group), so a step
   reads each K/V head once (``workload/models.py``).
 * **Non-GEMM work** (norms, softmax, activation, rotary, residual adds, routing) runs on the
   vector unit as :class:`~accel_sim.dataflow.plan.VectorOp` s costed by the engine
@@ -24,8 +24,8 @@ same way for all of them. Modelling assumptions (also in every result's ``notes`
 * **Kernel launches**: on an architecture with ``efficiency.launch_us`` (GPU proxies), every
   GPU kernel of a step — each matmul and vector op of a row's plan, per instance — costs that
   fixed time on top of its body (``engine/run.py``), in the ``launch_cycles`` column (and in
-  ``cycles``). Attention's key/value heads × batch instances are one batched kernel per layer
-  and step, so their rows are charged once per batch of heads.
+  ``cycles``). Attention's heads × batch instances (decode: key/value heads × batch) are one
+  batched kernel per layer and step, so their rows are charged once per batch of heads.
 * **Units**: ``cycles`` of the architecture's clock, ``time_s`` in seconds, ``energy_pj`` in
   picojoules, ``tokens_per_s`` in tokens per second.
 """
@@ -140,12 +140,15 @@ def _vector_row(arch: Arch, spec: ModelSpec, work: VectorWork, batch: int,
 
 
 def _batched_launches(arch: Arch, row: dict[str, Any], result, gemm: Gemm, spec: ModelSpec,
-                      batch: int) -> dict[str, Any]:  # fmt: skip
-    """``row`` with ``launch_cycles`` set; for an attention matmul, whose key/value heads × batch
+                      batch: int, phase: str) -> dict[str, Any]:  # fmt: skip
+    """``row`` with ``launch_cycles`` set; for an attention matmul, whose heads × batch
     instances are one batched kernel, the engine's per-instance launches are cut to one per
     batch of heads (cycles, stall cycles, time, leakage energy and utilization follow)."""
     charged = int(result.stalls.get("launch", 0))
-    batched = spec.kv_heads * batch if gemm.kind in ATTENTION_KINDS else 1
+    # (the attention matmuls of one layer and step: per query head, or in decode per key/value
+    # head with the group's rows stacked; workload/models.py)
+    heads = spec.kv_heads if phase == "decode" else spec.heads
+    batched = heads * batch if gemm.kind in ATTENTION_KINDS else 1
     over = charged - charged // batched if charged and gemm.count % batched == 0 else 0
     row["launch_cycles"] = charged - over
     if over:
@@ -237,7 +240,7 @@ def simulate_model(
                     stats = kind_stats.stats_for(gemm) if kind_stats else None
                     cache[key] = simulate(arch, gemm, run_as, flow_knobs, stats, engine)
                 row = _gemm_row(cache[key], gemm, run_as)
-                row = _batched_launches(arch, row, cache[key], gemm, spec, batch)
+                row = _batched_launches(arch, row, cache[key], gemm, spec, batch, phase)
                 flow_rows.append({"dataflow": flow, **row})
                 if bar is not None:
                     bar.update()
@@ -306,10 +309,10 @@ def _notes(arch, spec, work, source, attn_flow, kind_stats, logits) -> list[str]
         "engine's vector-op model",
         "causal attention counted as full (dense kernel), as workload/models.py lowers it",
     ]
-    if spec.kv_heads < spec.heads:
-        notes.append(f"grouped-query attention: the {spec.heads // spec.kv_heads} query heads of "
-                     "each key/value head are one QKᵀ and one PV matmul (rows stacked), so a "
-                     "step reads each K/V head once")  # fmt: skip
+    if spec.kv_heads < spec.heads and work.phase == "decode":
+        notes.append(f"grouped-query attention: in decode the {spec.heads // spec.kv_heads} "
+                     "query heads of each key/value head are one QKᵀ and one PV matmul (rows "
+                     "stacked), so a step reads each K/V head once")  # fmt: skip
     if spec.family == "decoder" and work.phase == "prefill":
         notes.append(f"LM head over {logits} prompt tokens")
     if kind_stats is not None:

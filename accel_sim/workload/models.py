@@ -12,16 +12,17 @@ A model file (``workloads/models/<name>.yaml``) holds the shape of one published
 
 Modelling assumptions:
 
-* ``count`` = identical instances (layers × experts × steps; key/value heads × batch × layers
-  for attention), ``layer = -1``; ``expand_layers=True`` emits one row per layer instead.
+* ``count`` = identical instances (layers × experts × steps; heads × batch × layers for
+  attention, below), ``layer = -1``; ``expand_layers=True`` emits one row per layer instead.
 * Llama-style names for every family (``layers.*.self_attn.q_proj``, ``layers.*.mlp.up_proj``);
   GPT-2's fused ``c_attn`` becomes q/k/v GEMMs. Biases, norm weights and embedding lookups are
   not GEMMs.
-* Attention is per key/value head and per sequence: the ``group = heads / kv_heads`` query heads
-  that share a K/V head (grouped-query attention) are one matmul with their rows stacked, as
-  GQA kernels compute them, so each K/V head is read once per step: QKᵀ is
-  ``group·T_q × head_dim × T_kv`` and PV is ``group·T_q × T_kv × head_dim``,
-  ``count = kv_heads × batch × layers`` (the MACs of one matmul per query head). **Causal
+* Attention is per query head and per sequence: QKᵀ is ``T_q × head_dim × T_kv`` and PV is
+  ``T_q × T_kv × head_dim``, ``count = heads × batch × layers``, except in decode with
+  grouped-query attention, where the ``group = heads / kv_heads`` query heads sharing a K/V
+  head are one matmul with their rows stacked (``M = group``, ``count = kv_heads × batch ×
+  layers``: the same MACs), as GQA decode kernels compute them, so a step reads each K/V head
+  once; prefill keeps one matmul per query head, as FlashAttention runs it. **Causal
   prefill is counted as full** (no saving from the mask), as a dense accelerator kernel computes
   the masked blocks anyway; the true causal work is about half for ``kv_len = 0``.
 * MoE: ``routed = M · active_experts`` token-expert pairs are spread evenly over
@@ -157,10 +158,9 @@ def workload_size_problem(
     Returns ``(arguments, message)``: ``arguments`` names the arguments at fault with ``lower``'s
     parameter names (``"tokens × batch"``), for the caller to name them as its user wrote them.
     Checked: each argument; ``tokens × batch`` (prefill: the M of every linear GEMM);
-    ``kv_len + tokens + extra_prefix_tokens`` (the longest attention T_kv); the attention M
-    (query heads per key/value head × tokens in prefill); the GEMM counts
-    ``kv_heads × batch × layers`` (attention) and ``layers × tokens`` (decode steps; MoE: × the
-    experts used).
+    ``kv_len + tokens + extra_prefix_tokens`` (the longest attention T_kv); the GEMM counts
+    ``heads × batch × layers`` (attention; decode: ``kv_heads × batch × layers``) and
+    ``layers × tokens`` (decode steps; MoE: × the experts used).
     """
     values = dict(tokens=tokens, batch=batch, kv_len=kv_len,
                   extra_prefix_tokens=extra_prefix_tokens)  # fmt: skip
@@ -173,14 +173,12 @@ def workload_size_problem(
     times = tokens if decode else 1
     used = expert_load(spec.moe, m)[0] if spec.moe is not None else 1
     t_kv = kv_len + tokens + extra_prefix_tokens
-    group = spec.heads // spec.kv_heads
+    instances = spec.kv_heads if decode else spec.heads  # attention matmuls per sequence
     checks = [  # (arguments, value, what the value is if not just the arguments, meaning)
         ("tokens × batch", m, "", "the M of every linear GEMM"),
         ("kv_len + tokens + extra_prefix_tokens", t_kv, "", "the longest attention length T_kv"),
-        ("tokens", group * (1 if decode else tokens), f"query heads per key/value head "
-         f"({group}) × tokens", "the M of the attention matmuls"),
-        ("batch", spec.kv_heads * batch * layers, f"key/value heads ({spec.kv_heads}) × batch "
-         f"× layers ({layers})", "the count of the attention matmuls"),
+        ("batch", instances * batch * layers, f"{'key/value ' if decode else ''}heads "
+         f"({instances}) × batch × layers ({layers})", "the count of the attention matmuls"),
         ("tokens", used * layers * times, f"{'experts used × ' if spec.moe else ''}layers "
          f"({layers}) × tokens", "the count of the linear GEMMs over the decode steps"),
     ]  # fmt: skip
@@ -293,10 +291,12 @@ def lower(
 
     # (T_q, T_kv) of each forward pass; decode step i sees i + 1 new tokens.
     passes = [(1, kv_len + i + 1) for i in range(tokens)] if decode else [(tokens, kv_len + tokens)]
-    # grouped-query attention: the query heads that share a key/value head are one matmul
-    # (their rows stacked, M = group × T_q), so each step reads a K/V head once, as GQA kernels do
-    group, d, attn = spec.heads // spec.kv_heads, spec.head_dim, "layers.*.self_attn."
-    per, heads = spec.kv_heads * batch, spec.heads * batch
+    # decode with grouped-query attention: the query heads that share a key/value head are one
+    # matmul (their rows stacked, M = group), so a step reads each K/V head once, as GQA decode
+    # kernels do; prefill runs one matmul per query head (as FlashAttention does)
+    group = spec.heads // spec.kv_heads if decode else 1
+    d, attn = spec.head_dim, "layers.*.self_attn."
+    per, heads = spec.heads // group * batch, spec.heads * batch
     for t_q, t_kv in passes:
         t_kv += extra_prefix_tokens
         label = f"[kv{t_kv}]" if decode and tokens > 1 else ""
