@@ -29,6 +29,8 @@ import subprocess
 import sys
 import time
 
+from machine import describe
+
 FLOWS = ("w8a8", "osc", "muxq", "ops")
 
 
@@ -161,6 +163,7 @@ def main() -> None:
     parser.add_argument("--skip-speed", action="store_true", help="only --monotone/--agreement")
     args = parser.parse_args()
     if not args.skip_speed:
+        print(describe())
         speed(args.arch, args.repeat)
     if args.monotone:
         monotone(args.seed, args.n)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from machine import describe  # noqa: E402
 from scalesim_ref import run_scalesim, scalesim_available  # noqa: E402
 
 import accel_sim  # noqa: E402
@@ -202,6 +203,7 @@ def main() -> None:
     if args.grid_only:
         twin_grid(args.grid, args.seed)
         return
+    print(describe())
     cases = [(32, 32, "ws", (64, 1024, 1024)), (32, 32, "os", (256, 1024, 512)),
              (16, 16, "is", (128, 512, 512))]  # fmt: skip
     if not args.quick:

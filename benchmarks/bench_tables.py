@@ -14,6 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from machine import describe
+
 ROOT = Path(__file__).resolve().parents[1]
 TABLES = ["osc-table2", "prefixquant-fig6", "ops-fig3", "muxq-overhead", "tweo-static"]
 TARGETS = {"osc-table2": 10.0, "model qwen3-8b prefill 2048": 5.0, "sweep bench_1000": 20.0}
@@ -35,6 +37,7 @@ def timed(label: str, args: list[str]) -> float:
 
 
 def main() -> None:
+    print(describe())
     out = Path(tempfile.mkdtemp(prefix="accel-sim-bench-"))
     try:
         print("paper tables (accel-sim table NAME --out DIR):")
