@@ -129,7 +129,7 @@ def test_an_output_buffer_more_only_adds_choices():
                        flow.resolve_knobs(None)).matmuls  # fmt: skip
     op = replace(op, name="")
     forced = simulate_program(mapper._best_for(more, op)[1]).cycles
-    mapping, program = mapper._best(more, op)
+    mapping, program, _ = mapper._best(more, op)
     assert mapping.buffers("C", ofmap, 3) == 2
     base = _cycles("systolic_32x32_ws", (1013, 2043, 1714), "w8a8_static")
     assert simulate_program(program).cycles == base < forced

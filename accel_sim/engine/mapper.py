@@ -15,15 +15,15 @@ its parent link spends bringing data in (bytes crossing ÷ hop bandwidth), among
 double-buffered footprints fit its capacity; more capacity only adds choices.
 
 Score: candidates are ranked by a fast bound (:func:`_evaluate`: the slowest of compute, every
-port and the single-step windows' slots, plus fill and bubbles, × (1 + steps / STEP_WEIGHT));
-the best-ranked candidate with K innermost of each of the RESCORE best-ranked step tiles is
-re-scored by the closed-form model (``twin.py``), with the tile's best-ranked K-above candidate
-when that ranks better; the best K-innermost one wins unless a K-above one beats it by
-K_ABOVE_MARGIN. The search is pruned without
-changing the result (:func:`_shortlist`): each step tile has a lower bound on its candidates'
-rank, so tiles are searched best bound first and the search stops once no further tile can
-enter the shortlist; likewise a shortlisted candidate whose twin cycles are bound from below
-(``twin.twin_floor``) to rank above the best re-scored one is not re-scored. Mappings are
+port and the single-step windows' slots, plus fill and bubbles, × (1 + steps per instance /
+STEP_WEIGHT)); the best-ranked candidate with K innermost of each of the RESCORE best-ranked
+step tiles is re-scored by the closed-form model (``twin.py``), with the tile's best-ranked
+K-above candidate when that ranks better; the best K-innermost one wins unless a K-above one
+beats it by K_ABOVE_MARGIN (one ahead by less is the runner-up the DES also runs). The search is
+pruned without changing the result (:func:`_shortlist`): each step tile has a lower bound on its
+candidates' rank, so tiles are searched best bound first and the search stops once no further
+tile can enter the shortlist; likewise a shortlisted candidate whose twin cycles are bound from
+below (``twin.twin_floor``) to rank above the best re-scored one is not re-scored. Mappings are
 cached by (architecture content, op shape, precision and operand widths);
 ``benchmarks/bench_mapper_speed.py`` times the mapper and checks its choices against recorded
 ones.
@@ -45,6 +45,7 @@ from accel_sim.engine.mapper_space import (  # noqa: F401 - candidates: public h
     _tile_costs,
     _tiles,
     candidates,
+    step_weight,
 )
 from accel_sim.engine.mapping import Mapping
 from accel_sim.engine.program import Program
@@ -64,7 +65,8 @@ class Estimate:
     bound: str  # what binds: "compute" or a port label
 
 
-_CACHE: dict[tuple[str, MatmulOp], Mapping] = {}
+#: (architecture content, op without its name) -> (chosen mapping, its runner-up or None)
+_CACHE: dict[tuple[str, MatmulOp], tuple[Mapping, Mapping | None]] = {}
 _CACHE_LIMIT = 20000
 #: The winners' programs, as the mapper built and re-scored them (only memoised data), for
 #: :func:`mapped_program` to hand out once instead of building them again.
@@ -157,8 +159,11 @@ def _shortlist(space: _Space) -> list[tuple]:
 K_ABOVE_MARGIN = 0.05
 
 
-def _best(arch: Arch, op: MatmulOp) -> tuple[Mapping, Program]:
-    """The chosen mapping and its program (of the op without its name).
+def _best(arch: Arch, op: MatmulOp) -> tuple[Mapping, Program, Mapping | None]:
+    """The chosen mapping, its program (of the op without its name) and its runner-up: the
+    best-scored candidate with K above the block loop where the model puts it ahead of the
+    choice by less than K_ABOVE_MARGIN (within the model's error there: the DES decides,
+    ``engine/des_check.py``), else None.
 
     Every level on the output's way out reserves its buffers for output tiles (the accumulator
     slots, the staging of C), so more of them would leave less room and fewer step tiles would
@@ -170,16 +175,18 @@ def _best(arch: Arch, op: MatmulOp) -> tuple[Mapping, Program]:
         return _best_for(arch, op)
     unnamed, best = replace(op, name=""), None
     for cap in range(2, top + 1):
-        mapping, _ = _best_for(_output_buffers_capped(arch, cap), op)
+        mapping, _, runner_up = _best_for(_output_buffers_capped(arch, cap), op)
         mapping = _pin_output_buffers(arch, mapping, cap)
+        if runner_up is not None:
+            runner_up = _pin_output_buffers(arch, runner_up, cap)
         program = Program(arch, unnamed, mapping)
-        key = (_score(program), _dram_bytes(program), _steps(mapping))
+        key = (_score(program), dram_bytes(program), _steps(mapping))
         if best is None or key < best[0]:
-            best = (key, mapping, program)
-    return best[1], best[2]
+            best = (key, mapping, program, runner_up)
+    return best[1], best[2], best[3]
 
 
-def _dram_bytes(program: Program) -> int:
+def dram_bytes(program: Program) -> int:
     """Bytes the program moves to and from DRAM (level 0), all links."""
     return sum(b for ln, b in zip(program.links, program.link_bytes) if 0 in (ln.src, ln.dst))
 
@@ -202,7 +209,7 @@ def _pin_output_buffers(arch: Arch, mapping: Mapping, cap: int) -> Mapping:
     return replace(mapping, keep=tuple(sorted(mapping.keep + extra)))
 
 
-def _best_for(arch: Arch, op: MatmulOp) -> tuple[Mapping, Program]:
+def _best_for(arch: Arch, op: MatmulOp) -> tuple[Mapping, Program, Mapping | None]:
     """:func:`_best` on ``arch`` as it is."""
     space = _Space(arch, op)
     shortlist = _shortlist(space)
@@ -224,8 +231,8 @@ def _best_for(arch: Arch, op: MatmulOp) -> tuple[Mapping, Program]:
         """(twin_floor × weight, weight, DRAM bytes, steps, program) of a candidate."""
         prog = Program(arch, unnamed, mapping)  # as estimate(), without per-port
         steps = _steps(mapping)
-        weight = 1 + steps / STEP_WEIGHT
-        return twin_floor(prog) * weight, weight, _dram_bytes(prog), steps, prog
+        weight = step_weight(steps, op.count)
+        return twin_floor(prog) * weight, weight, dram_bytes(prog), steps, prog
 
     # the twin re-scores the best-ranked candidate of each of the first RESCORE step tiles: the
     # fast bound ranks tiles less reliably than it ranks loop orders for one tile
@@ -246,22 +253,23 @@ def _best_for(arch: Arch, op: MatmulOp) -> tuple[Mapping, Program]:
         key = (twin_cycles(prog) * weight, dram, steps, i)
         if best is None or key < best[0]:
             best = (key, mapping, prog)
-    # a challenger with K above the block loop wins only by K_ABOVE_MARGIN (one whose floor
-    # already misses the margin cannot)
+    # a challenger with K above the block loop wins only by K_ABOVE_MARGIN; the best one ahead
+    # of the choice by less is its runner-up (one whose floor is not ahead cannot be either)
     bar, top = (1 - K_ABOVE_MARGIN) * best[0][0], None
     for *_, challenger in shortlist:
         if challenger is None:
             continue
         _, i, mapping = challenger
         floor, weight, dram, steps, prog = scored(mapping)
-        if floor >= bar:
+        if floor >= best[0][0]:
             continue
         key = (twin_cycles(prog) * weight, dram, steps, i)
         if top is None or key < top[0]:
             top = (key, mapping, prog)
     if top is not None and top[0][0] < bar:
-        return top[1], top[2]
-    return best[1], best[2]
+        return top[1], top[2], None
+    runner_up = top[1] if top is not None and top[0] < best[0] else None
+    return best[1], best[2], runner_up
 
 
 def alternatives(arch: Arch, op: MatmulOp, n: int, within: float) -> list[Program]:
@@ -279,7 +287,7 @@ def alternatives(arch: Arch, op: MatmulOp, n: int, within: float) -> list[Progra
         listed = _listing(_shortlist(_Space(arch, op)), lambda m: Program(arch, unnamed, m))
     ranked, best = [], None
     for i, prog in listed:
-        score = (_score(prog), _dram_bytes(prog), _steps(prog.mapping), i)
+        score = (_score(prog), dram_bytes(prog), _steps(prog.mapping), i)
         # (a chosen mapping found with capped output buffers, ``_best``, has their counts
         # pinned in its keep: a candidate is the same one when its tile and loops are)
         if (prog.mapping.tile, prog.mapping.loops) == (chosen.tile, chosen.loops):
@@ -298,7 +306,7 @@ def _steps(mapping: Mapping) -> int:
 
 def _score(prog: Program) -> float:
     """The model's cycles × the step weight (the first field of the mapper's key)."""
-    return twin_cycles(prog) * (1 + _steps(prog.mapping) / STEP_WEIGHT)
+    return twin_cycles(prog) * step_weight(_steps(prog.mapping), prog.op.count)
 
 
 def _listing(shortlist: list[tuple], program) -> list[tuple[int, Program]]:
@@ -326,16 +334,28 @@ def estimate(arch: Arch, op: MatmulOp, mapping: Mapping) -> Estimate:
     compute = prog.compute_cycles
     slowest = max(busy.items(), key=lambda kv: kv[1], default=("compute", 0))
     bound = slowest[0] if slowest[1] > compute else "compute"
-    return Estimate(twin_cycles(prog), compute, busy, prog.link_bytes, _dram_bytes(prog), bound)
+    return Estimate(twin_cycles(prog), compute, busy, prog.link_bytes, dram_bytes(prog), bound)
 
 
 def map_matmul(arch: Arch, op: MatmulOp, key: tuple | None = None) -> Mapping:
     """The chosen mapping of ``op`` on ``arch``, cached by content (``key``: the architecture's
     fields, the op's shape, precision and widths — not its name; computed when not given)."""
+    return _mapped(arch, op, key)[0]
+
+
+def runner_up(arch: Arch, op: MatmulOp) -> Mapping | None:
+    """The chosen mapping's runner-up (:func:`_best`): a candidate with K above the block loop
+    that the model puts ahead of the choice by less than K_ABOVE_MARGIN, else None. Cached
+    with the choice, so it does not depend on which call mapped ``op`` first."""
+    return _mapped(arch, op)[1]
+
+
+def _mapped(arch: Arch, op: MatmulOp, key: tuple | None = None) -> tuple[Mapping, Mapping | None]:
     key = key or (arch.fingerprint, replace(op, name=""))
     hit = _CACHE.get(key)
     if hit is None:
-        hit, program = _best(arch, op)
+        mapping, program, second = _best(arch, op)
+        hit = (mapping, second)
         if len(_CACHE) >= _CACHE_LIMIT:
             _CACHE.clear()
         _CACHE[key] = hit

@@ -31,10 +31,19 @@ from accel_sim.engine.mapping import (
 )
 from accel_sim.engine.step_costs import step_busy_cycles
 
-#: Simulation cost in the objective: a mapping's cycles count ``× (1 + steps / STEP_WEIGHT)``,
-#: so of two mappings within ~0.1 % of each other the one with far fewer steps (larger tiles,
-#: faster to simulate) wins; 4,000 steps weigh 0.1 %.
+#: Simulation cost in the objective: a mapping's cycles count ``× (1 + steps / STEP_WEIGHT)``
+#: (steps per instance, :func:`step_weight`), so of two mappings within ~0.1 % of each other the
+#: one with far fewer steps (larger tiles, faster to simulate) wins; 4,000 steps weigh 0.1 %.
 STEP_WEIGHT = 4_000_000
+
+
+def step_weight(steps: int, count: int) -> float:
+    """The rank's factor ``1 + steps per instance / STEP_WEIGHT`` of a mapping with ``steps``
+    steps in all over ``count`` instances (the op's ``count``, its outermost loop): the DES
+    collapses repeated instances, so an instance more costs the simulation little; counted in
+    all, a model's 36 layers would weigh each step 36 times and choose a mapping many per cent
+    slower to save steps."""
+    return 1 + steps / count / STEP_WEIGHT
 
 
 def _divisors(n: int, limit: int = 8) -> list[int]:
@@ -97,7 +106,7 @@ def _tile_costs(space: _Space, tile: StepTile) -> _TileCosts:
         fill = max(fill, sum(tile_time[(x, dst)] for _, dst in space.hops[x]))
     budget = {level: space.arch.memory[level].capacity_bytes - space.c_staging(level, tile)
               for level, *_ in space.levels}  # fmt: skip
-    bound = (fill + max([compute, *busy.values()])) * (1 + steps / STEP_WEIGHT)
+    bound = (fill + max([compute, *busy.values()])) * step_weight(steps, op.count)
     return _TileCosts(tile, n, steps, compute, fill, tile_time, budget, bound)
 
 
@@ -192,7 +201,7 @@ def _evaluate(space: _Space, costs: _TileCosts, loops: tuple[Loop, ...],
     if budget is None:
         return None
     tile, steps, port_cycles = costs.tile, costs.steps, space.memory.port_cycles
-    weight = 1 + steps / STEP_WEIGHT
+    weight = step_weight(steps, space.op.count)
     positions = {"A": _positions(space, tile, loops, "A"), "B": _positions(space, tile, loops, "B")}
     floor = {"A": 1, "B": 1}
     chosen = {}
