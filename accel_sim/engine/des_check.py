@@ -43,7 +43,13 @@ from dataclasses import replace
 from accel_sim.arch.schema import Arch
 from accel_sim.dataflow.plan import MatmulOp
 from accel_sim.engine.des import MatmulTiming, simulate_program
-from accel_sim.engine.mapper import alternatives, dram_bytes, mapped_program, runner_up
+from accel_sim.engine.mapper import (
+    alternatives,
+    candidate,
+    dram_bytes,
+    mapped_program,
+    runner_up,
+)
 from accel_sim.engine.mapping import Mapping
 from accel_sim.engine.program import Program
 from accel_sim.engine.twin import twin_cycles
@@ -93,9 +99,9 @@ def _choose(arch: Arch, op: MatmulOp, key: tuple) -> Program:
     if second is not None:
         others.append(Program(arch, key[1], second))
     if timing.cycles > twin_cycles(program) * (1 + CHECK):
-        run_already = {(p.mapping.tile, p.mapping.loops) for p in others}
+        run_already = {candidate(p.mapping) for p in others}
         others += [other for other in alternatives(arch, op, ALTERNATIVES, WITHIN)
-                   if (other.mapping.tile, other.mapping.loops) not in run_already]  # fmt: skip
+                   if candidate(other.mapping) not in run_already]  # fmt: skip
     for other in others:
         run = simulate_program(other)
         if run.cycles + _extra_dram_cycles(other, program) < timing.cycles:

@@ -288,9 +288,7 @@ def alternatives(arch: Arch, op: MatmulOp, n: int, within: float) -> list[Progra
     ranked, best = [], None
     for i, prog in listed:
         score = (_score(prog), dram_bytes(prog), _steps(prog.mapping), i)
-        # (a chosen mapping found with capped output buffers, ``_best``, has their counts
-        # pinned in its keep: a candidate is the same one when its tile and loops are)
-        if (prog.mapping.tile, prog.mapping.loops) == (chosen.tile, chosen.loops):
+        if candidate(prog.mapping) == candidate(chosen):
             best = score[0]
         else:
             ranked.append((score, prog))
@@ -298,6 +296,12 @@ def alternatives(arch: Arch, op: MatmulOp, n: int, within: float) -> list[Progra
         best = _score(Program(arch, unnamed, chosen))
     ranked.sort(key=lambda e: e[0])
     return [prog for score, prog in ranked[:n] if score[0] <= best * (1 + within)]
+
+
+def candidate(mapping: Mapping) -> tuple:
+    """What identifies a candidate: its step tile and loops (a choice found with capped output
+    buffers, :func:`_best`, has their counts pinned in its keep and is still the same one)."""
+    return mapping.tile, mapping.loops
 
 
 def _steps(mapping: Mapping) -> int:

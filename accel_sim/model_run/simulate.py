@@ -53,7 +53,14 @@ from accel_sim.errors import UserInputError
 from accel_sim.model_run.parallel import prefetch
 from accel_sim.model_run.stats import KindStats
 from accel_sim.workload.gemm import Gemm
-from accel_sim.workload.models import ATTENTION_KINDS, ModelSpec, VectorWork, load_model, lower
+from accel_sim.workload.models import (
+    ATTENTION_KINDS,
+    ModelSpec,
+    VectorWork,
+    attention_matmuls,
+    load_model,
+    lower,
+)
 from accel_sim.workload.trace import Trace, load_trace
 
 #: A whole chip by default (24 Da Vinci cores sharing L2 and HBM; engine/chip.py).
@@ -147,8 +154,7 @@ def _batched_launches(arch: Arch, row: dict[str, Any], result, gemm: Gemm, spec:
     charged = int(result.stalls.get("launch", 0))
     # (the attention matmuls of one layer and step: per query head, or in decode per key/value
     # head with the group's rows stacked; workload/models.py)
-    heads = spec.kv_heads if phase == "decode" else spec.heads
-    batched = heads * batch if gemm.kind in ATTENTION_KINDS else 1
+    batched = attention_matmuls(spec, phase) * batch if gemm.kind in ATTENTION_KINDS else 1
     over = charged - charged // batched if charged and gemm.count % batched == 0 else 0
     row["launch_cycles"] = charged - over
     if over:

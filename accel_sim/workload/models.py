@@ -143,6 +143,12 @@ def expert_load(moe: MoESpec, m: int) -> tuple[int, int]:
     return used, math.ceil(routed / used)
 
 
+def attention_matmuls(spec: ModelSpec, phase: str) -> int:
+    """Attention matmuls (each of QKᵀ and PV) per sequence, layer and pass: one per query head,
+    or in decode one per key/value head, the query heads sharing it stacked as rows (GQA)."""
+    return spec.kv_heads if phase == "decode" else spec.heads
+
+
 def workload_size_problem(
     spec: ModelSpec,
     phase: str,
@@ -173,7 +179,7 @@ def workload_size_problem(
     times = tokens if decode else 1
     used = expert_load(spec.moe, m)[0] if spec.moe is not None else 1
     t_kv = kv_len + tokens + extra_prefix_tokens
-    instances = spec.kv_heads if decode else spec.heads  # attention matmuls per sequence
+    instances = attention_matmuls(spec, phase)
     checks = [  # (arguments, value, what the value is if not just the arguments, meaning)
         ("tokens × batch", m, "", "the M of every linear GEMM"),
         ("kv_len + tokens + extra_prefix_tokens", t_kv, "", "the longest attention length T_kv"),
@@ -294,9 +300,9 @@ def lower(
     # decode with grouped-query attention: the query heads that share a key/value head are one
     # matmul (their rows stacked, M = group), so a step reads each K/V head once, as GQA decode
     # kernels do; prefill runs one matmul per query head (as FlashAttention does)
-    group = spec.heads // spec.kv_heads if decode else 1
+    matmuls = attention_matmuls(spec, phase)
+    group, per, heads = spec.heads // matmuls, matmuls * batch, spec.heads * batch
     d, attn = spec.head_dim, "layers.*.self_attn."
-    per, heads = spec.heads // group * batch, spec.heads * batch
     for t_q, t_kv in passes:
         t_kv += extra_prefix_tokens
         label = f"[kv{t_kv}]" if decode and tokens > 1 else ""
