@@ -15,6 +15,7 @@ from accel_sim.errors import UserInputError
 from accel_sim.knobs import parse_knobs
 from accel_sim.model_run.parallel import MAX_JOBS
 from accel_sim.model_run.simulate import DEFAULT_ARCH, DEFAULT_STATS
+from accel_sim.workers import default_workers
 from accel_sim.workload.gemm import MAX_DIM
 from accel_sim.workload.models import ModelSpec, workload_size_problem
 
@@ -101,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         args.dataflow or ["w8a8"], parse_knobs(args.knob),
         None if args.stats_from == "none" else args.stats_from,
         args.prefix_tokens, args.engine, progress=sys.stderr.isatty(), logits=args.logits,
-        jobs=args.jobs,
+        jobs=default_workers() if args.jobs is None else args.jobs,
     )  # fmt: skip
     if args.out is not None:
         write_table(result.table, args.out)
@@ -166,10 +167,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--engine", choices=("des", "twin"), default="des",
                    help="des: the discrete-event simulation; twin: its closed-form model, "
                         "faster (default: des)")  # fmt: skip
-    p.add_argument("--jobs", type=_jobs, default=1, metavar="N",
+    p.add_argument("--jobs", type=_jobs, default=None, metavar="N",
                    help=f"forked processes simulating the distinct GEMM rows, 1..{MAX_JOBS}; the "
-                        "result is the same for any N; worth it only on idle CPUs "
-                        "(default: 1)")  # fmt: skip
+                        "result is the same for any N (default: $ACCEL_SIM_WORKERS, else the "
+                        "usable CPUs, at most 8)")  # fmt: skip
     p.add_argument("--json", action="store_true",
                    help="print one JSON object (totals, by_kind, rows) instead of the "
                         "report")  # fmt: skip

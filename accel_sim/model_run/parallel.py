@@ -1,36 +1,41 @@
 """Simulate a model run's distinct GEMM rows in forked worker processes (``accel-sim model
---jobs N``). Each row is one :func:`accel_sim.api.simulate` call, independent of the others, so
-the result does not depend on the number of processes; a row whose simulation raises a
+--jobs N``). Each row is one :func:`accel_sim.api.simulate` call, independent of the others (the
+engine's caches never change a result, only its cost), so the result does not depend on the
+number of processes; a row whose simulation raises a
 :class:`~accel_sim.errors.UserInputError` is left to the caller, which raises it in order."""
 
 from __future__ import annotations
 
-import multiprocessing
-from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from accel_sim.api import simulate
 from accel_sim.errors import UserInputError
+from accel_sim.workers import can_fork, fork_map
 
 #: Most worker processes (``--jobs``).
 MAX_JOBS = 64
 
 
-def _one(args: tuple) -> Any:
-    try:
-        return simulate(*args)
-    except UserInputError:
-        return None  # raised again, in order, by the caller's own call
+def _group(tasks: dict[tuple, tuple]) -> dict[tuple, Any]:
+    """``{key: SimResult}`` of one group, in one process (its simulations share its caches);
+    a key whose simulation raised a :class:`UserInputError` is left out."""
+    out = {}
+    for key, args in tasks.items():
+        try:
+            out[key] = simulate(*args)
+        except UserInputError:
+            pass  # raised again, in order, by the caller's own call
+    return out
 
 
-def prefetch(tasks: dict[tuple, tuple], jobs: int) -> dict[tuple, Any]:
-    """``{key: SimResult}`` of ``simulate(*args)`` for every ``key: args`` of ``tasks``, on
-    ``jobs`` forked processes; empty for ``jobs`` ≤ 1, one task, or no ``fork`` on this system
-    (the caller then simulates in its own process)."""
-    if jobs <= 1 or len(tasks) < 2 or "fork" not in multiprocessing.get_all_start_methods():
+def prefetch(groups: list[dict[tuple, tuple]], jobs: int) -> dict[tuple, Any]:
+    """``{key: SimResult}`` of ``simulate(*args)`` for every ``key: args`` of every group, a
+    group per task on ``jobs`` forked processes (groups in the order given); empty for ``jobs``
+    ≤ 1, one group, or no ``fork`` on this system (the caller then simulates in its own
+    process)."""
+    if jobs <= 1 or len(groups) < 2 or not can_fork():
         return {}
-    keys = list(tasks)
-    context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(min(jobs, len(keys)), mp_context=context) as pool:
-        results = list(pool.map(_one, [tasks[k] for k in keys], chunksize=1))
-    return {k: r for k, r in zip(keys, results) if r is not None}
+    out: dict[tuple, Any] = {}
+    for part in fork_map(_group, groups, jobs):
+        out.update(part)
+    return out

@@ -33,6 +33,7 @@ from accel_sim.sweep import store
 from accel_sim.sweep.points import Point, canonical_json, expand, sha256, workload_gemms
 from accel_sim.sweep.results import build_table, is_metric, model_point_row, point_row
 from accel_sim.sweep.spec import load_spec
+from accel_sim.workers import default_workers
 
 CONNECT_TIMEOUT_S = 3.0  # TCP connect to a --scheduler address
 CLIENT_TIMEOUT_S = 10.0  # Dask handshake once the port answers
@@ -110,8 +111,9 @@ def _client(scheduler: Any) -> Iterator[tuple[Any, bool]]:
     if scheduler is None:
         with warnings.catch_warnings(), _workers_ignore_ctrl_c():
             warnings.simplefilter("ignore", UserWarning)  # "port 8787 in use": the dashboard's
-            cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None,
-                                   processes=True, silence_logs=logging.CRITICAL)  # fmt: skip
+            cluster = LocalCluster(n_workers=default_workers(), threads_per_worker=1,
+                                   dashboard_address=None, processes=True,
+                                   silence_logs=logging.CRITICAL)  # fmt: skip
         with cluster, Client(cluster) as client:
             yield client, True
     elif isinstance(scheduler, str):
@@ -190,10 +192,11 @@ def run_sweep(spec_path: str | Path, out_dir: str | Path, scheduler: Any = None,
               progress: bool = True) -> pd.DataFrame:  # fmt: skip
     """Run or resume a sweep; the table is returned and written to ``out_dir`` (``points/``,
     ``results.parquet``, ``results.csv``, ``pareto.png``, ``heatmap.png``). ``scheduler``: ``None``
-    = a LocalCluster (2 worker processes × 1 thread, no dashboard); an address (``tcp://h:8786``:
-    its workers need accel-sim with the named traces and models) or a ``distributed.Client``;
-    ``"synchronous"`` = in this process, without Dask. The scheduler is contacted only when some
-    point remains to compute. ``progress``: a tqdm bar on stderr when stderr is a terminal."""
+    = a LocalCluster (``workers.default_workers()`` processes × 1 thread, no dashboard); an
+    address (``tcp://h:8786``: its workers need accel-sim with the named traces and models) or
+    a ``distributed.Client``; ``"synchronous"`` = in this process, without Dask. The scheduler
+    is contacted only when some point remains to compute. ``progress``: a tqdm bar on stderr
+    when stderr is a terminal."""
     from tqdm import tqdm
 
     started, sweep = time.perf_counter(), load_spec(spec_path)

@@ -22,7 +22,6 @@ from our own breakdowns, so a deviation from the paper is explained rather than 
 from __future__ import annotations
 
 import multiprocessing
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -37,6 +36,7 @@ from accel_sim.dataflow.common import BLOCK_FORMATS
 from accel_sim.engine.chip import scope
 from accel_sim.report.warm import warm_plots
 from accel_sim.tables.registry import TableResult, register_table
+from accel_sim.workers import can_fork, default_workers
 
 ARCH = "ascend_like_cube"
 SIZES = (512, 768, 2048, 4096, 12288)
@@ -131,14 +131,6 @@ def _task(args) -> list[dict]:
     return _point(arch, M, K, N, groups, engine, getattr(arch.compute, "block_k", 1))
 
 
-def default_workers() -> int:
-    """Worker processes for the sweep: ``ACCEL_SIM_WORKERS`` or min(2, CPUs)."""
-    env = os.environ.get("ACCEL_SIM_WORKERS")
-    if env and env.isdigit() and int(env) > 0:
-        return int(env)
-    return max(1, min(2, os.cpu_count() or 1))
-
-
 def sweep(arch=ARCH, sizes=SIZES, ms=M_MEMORY + M_COMPUTE, groups=GROUPS,
           engine: str = "des", workers: int = 1) -> pd.DataFrame:  # fmt: skip
     """One row per (M, K, N, G): W8A8 and OSC cycles and their breakdowns.
@@ -155,8 +147,7 @@ def sweep(arch=ARCH, sizes=SIZES, ms=M_MEMORY + M_COMPUTE, groups=GROUPS,
     # a progress bar on a terminal only (stderr); results keep the tasks' order either way
     bar = tqdm(total=len(tasks), desc="osc-table2", unit="point", leave=False,
                disable=not sys.stderr.isatty())  # fmt: skip
-    methods = multiprocessing.get_all_start_methods()
-    if workers > 1 and len(tasks) > 1 and "fork" in methods:
+    if workers > 1 and len(tasks) > 1 and can_fork():
         with multiprocessing.get_context("fork").Pool(workers) as pool:
             warm = warm_plots("matplotlib.pyplot")  # (after the fork) while this process waits
             parts = []

@@ -1,0 +1,50 @@
+"""How many worker processes a parallel job starts by default, and one fork pool for them.
+
+Every job that can spread its work over processes (``accel-sim table``, ``accel-sim model``,
+``accel-sim sweep``) asks :func:`default_workers`: the ``ACCEL_SIM_WORKERS`` environment
+variable if it is a positive integer, else the CPUs this process may run on (its affinity, not
+the machine's count: a container limited to 2 of 64 cores gets 2), at most :data:`MAX_DEFAULT`.
+Results never depend on the number: each task is simulated from scratch in its own process.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator
+from typing import Any
+
+#: The most workers started without being asked (each is a copy of this process, ~200 MB).
+MAX_DEFAULT = 8
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (``sched_getaffinity`` where the OS has it)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def default_workers() -> int:
+    """``ACCEL_SIM_WORKERS`` if set to a positive integer, else min(usable CPUs, 8)."""
+    env = os.environ.get("ACCEL_SIM_WORKERS", "").strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    return min(usable_cpus(), MAX_DEFAULT)
+
+
+def can_fork() -> bool:
+    """Whether worker processes can be forked here (not on Windows; macOS has fork but
+    defaults to spawn, and fork is what keeps the loaded state without re-importing)."""
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+def fork_map(func: Callable[[Any], Any], tasks: list, workers: int) -> Iterator[Any]:
+    """``func(task)`` for each task, in order, on ``workers`` forked processes (in this process
+    when ``workers`` ≤ 1, there is one task, or fork is unavailable). Lazy: results are yielded
+    as they arrive, so a caller can drive a progress bar."""
+    if workers <= 1 or len(tasks) < 2 or not can_fork():
+        yield from map(func, tasks)
+        return
+    with multiprocessing.get_context("fork").Pool(min(workers, len(tasks))) as pool:
+        yield from pool.imap(func, tasks, chunksize=1)
