@@ -7,6 +7,17 @@ Public API::
     r.cycles, r.energy_pj, r.energy_breakdown_pj
 """
 
+import os as _os
+
+import numba as _numba
+
+# Parallel jobs fork worker processes (accel_sim/workers.py); a process that has run a numba
+# ``parallel=True`` kernel on GNU OpenMP (numba's first choice on Linux) cannot fork safely, and
+# its children abort. "forksafe" takes TBB if installed, else numba's own workqueue. A user's
+# NUMBA_THREADING_LAYER wins.
+if "NUMBA_THREADING_LAYER" not in _os.environ:
+    _numba.config.THREADING_LAYER = "forksafe"
+
 from accel_sim.api import SimResult, dataflows, explain, simulate, simulate_many
 from accel_sim.arch.load import list_archs, load_arch
 from accel_sim.errors import UserInputError

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -39,3 +42,30 @@ def test_fork_map_keeps_the_order_and_uses_other_processes():
 def test_fork_map_runs_in_this_process_with_one_worker():
     out = list(workers.fork_map(_pid_and_square, [1, 2, 3], 1))
     assert out == [(os.getpid(), 1), (os.getpid(), 4), (os.getpid(), 9)]
+
+
+_AFTER_A_PARALLEL_KERNEL = """
+import json
+import numpy as np
+import accel_sim
+from accel_sim.quant import olive
+from accel_sim.workers import fork_map
+grid = np.union1d(olive.normal_grid(4, "int"), olive.outlier_grid(4))
+v = np.linspace(-400, 400, 100_000)
+olive.grid_round(v, grid)  # a numba parallel=True kernel in the parent, before the fork
+def total(i):
+    return float(olive.grid_round(v, grid).sum()) + i
+print(json.dumps(list(fork_map(total, [0, 1, 2], 2))))
+"""
+
+
+@pytest.mark.skipif(not workers.can_fork(), reason="no fork on this system")
+def test_a_process_that_ran_a_parallel_kernel_can_still_fork():
+    """On GNU OpenMP (numba's default layer on Linux) the children of such a process abort and
+    the pool waits forever; the package selects numba's fork-safe layer."""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_THREADING_LAYER"}
+    proc = subprocess.run([sys.executable, "-c", _AFTER_A_PARALLEL_KERNEL], env=env,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-500:]
+    values = json.loads(proc.stdout)
+    assert len(values) == 3 and values[1] - values[0] == 1.0 and values[2] - values[1] == 1.0
