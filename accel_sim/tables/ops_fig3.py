@@ -44,6 +44,7 @@ from accel_sim.model_run.stats import KindStats
 from accel_sim.tables import ops_fig3_baselines as FB
 from accel_sim.tables.osc_table2 import arch_path
 from accel_sim.tables.registry import TableResult, register_table
+from accel_sim.workers import default_workers, fork_map
 from accel_sim.workload.gemm import Gemm
 from accel_sim.workload.trace import load_trace
 
@@ -118,6 +119,11 @@ def kind_choices(kind_stats: KindStats, kinds, budget: float) -> dict[str, ops_t
 def _by_kind(choices: dict[str, ops_tau.Choice]) -> str:
     return ", ".join(f"{k} {c.tau:g}" + (f"/{c.preset}" if c.tau > 0 else "")
                      for k, c in choices.items())  # fmt: skip
+
+
+def _task(item: tuple) -> list[dict]:
+    arch, label, model, tokens, trace = item
+    return _rows(arch, load_arch(arch), label, model, tokens, trace)
 
 
 def _rows(arch, arch_obj, label, model, tokens, trace) -> list[dict]:
@@ -214,12 +220,22 @@ def build(arch: str = ARCH, models=MODELS, bitslice: str | None = BITSLICE) -> T
     archs = [arch] + ([bitslice] if bitslice else [])
     arch_objs = {a: load_arch(a) for a in archs}
     rows = []
-    work = [(a, m) for a in archs for m in models]
+    workers = default_workers()
+    # OliVe's and ANT's errors on the traces' sample tensors first, in this process (~20 s per
+    # trace; its numba kernels use every core already), so the workers forked next inherit
+    # them; then one task per architecture and model, the most tokens first; results in order
+    for trace in dict.fromkeys(m[3] for m in models):
+        FB.sample_errors(trace)
+    work = [(a, *m) for a in archs for m in models]
+    order = sorted(range(len(work)), key=lambda i: -work[i][3])  # most tokens first
+    done: dict[int, list[dict]] = {}
     with _progress(len(work)) as bar:  # ~1 min: a bar on a terminal (stderr), nothing otherwise
-        for a, (label, model, tokens, trace) in work:
-            bar.set_postfix_str(f"{label} on {a}")
-            rows += _rows(a, arch_objs[a], label, model, tokens, trace)
+        for i, part in zip(order, fork_map(_task, [work[i] for i in order], workers)):
+            done[i] = part
+            bar.set_postfix_str(f"{work[i][1]} on {work[i][0]}")
             bar.update()
+    for i in range(len(work)):
+        rows += done[i]
     table = pd.DataFrame(rows)
     for col in ("norm_cycles", "norm_linear", "set_skip", "tile_skip"):
         table[col] = table[col].round(4)
