@@ -20,37 +20,16 @@ if "NUMBA_THREADING_LAYER" not in _os.environ:
     if "numba" in _sys.modules:
         _sys.modules["numba"].config.THREADING_LAYER = "forksafe"
 
-from typing import TYPE_CHECKING
+import lazy_loader as _lazy
 
-if TYPE_CHECKING:
-    from accel_sim.api import SimResult, dataflows, explain, simulate, simulate_many
-    from accel_sim.arch.load import list_archs, load_arch
-    from accel_sim.errors import UserInputError
-    from accel_sim.workload.gemm import Gemm, parse_gemm
-
-#: The public names and their modules, imported on first use (PEP 562): ``import accel_sim``
-#: and the command line's ``--help`` / ``--version`` then load no engine, pandas or pydantic.
-_LAZY = {
-    "SimResult": "accel_sim.api", "dataflows": "accel_sim.api", "explain": "accel_sim.api",
-    "simulate": "accel_sim.api", "simulate_many": "accel_sim.api",
-    "list_archs": "accel_sim.arch.load", "load_arch": "accel_sim.arch.load",
-    "UserInputError": "accel_sim.errors", "Gemm": "accel_sim.workload.gemm",
-    "parse_gemm": "accel_sim.workload.gemm",
-}  # fmt: skip
-
-
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'accel_sim' has no attribute {name!r}")
-    from importlib import import_module
-
-    value = globals()[name] = getattr(import_module(module), name)
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
+# the public names, imported on first use: ``import accel_sim`` and the command line's
+# ``--help`` / ``--version`` then load no engine, pandas or pydantic
+__getattr__, __dir__, _ = _lazy.attach(__name__, submod_attrs={
+    "api": ["SimResult", "dataflows", "explain", "simulate", "simulate_many"],
+    "arch.load": ["list_archs", "load_arch"],
+    "errors": ["UserInputError"],
+    "workload.gemm": ["Gemm", "parse_gemm"],
+})  # fmt: skip
 
 __all__ = [
     "__version__",

@@ -16,6 +16,8 @@ from typing import Any
 
 #: The most workers started without being asked (each is a copy of this process, ~200 MB).
 MAX_DEFAULT = 8
+#: The most workers a user may ask for (``accel-sim model --jobs``).
+MAX_JOBS = 64
 
 
 def usable_cpus() -> int:

@@ -8,7 +8,7 @@ import pytest
 
 from accel_sim.arch.load import load_arch
 from accel_sim.model_run import simulate_model
-from accel_sim.tables.cli import rows_of
+from accel_sim.report.io import json_records as rows_of
 from accel_sim.tables.registry import get_table
 
 

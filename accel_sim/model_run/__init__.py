@@ -11,16 +11,17 @@ Nothing here imports :mod:`accel_sim.cli` (the CLI imports this package, not the
 
 from __future__ import annotations
 
+import lazy_loader as _lazy
+
 from accel_sim.model_run.command import add_parser
-from accel_sim.model_run.report import format_report
-from accel_sim.model_run.simulate import (
-    DEFAULT_ARCH,
-    DEFAULT_STATS,
-    ModelResult,
-    attention_dataflow,
-    simulate_model,
-)
-from accel_sim.model_run.stats import KindStats
+from accel_sim.model_run.defaults import DEFAULT_ARCH, DEFAULT_STATS
+
+# imported on first use: the command line adds its parser without the engine
+__getattr__, __dir__, _ = _lazy.attach(__name__, submod_attrs={
+    "report": ["format_report"],
+    "simulate": ["ModelResult", "attention_dataflow", "simulate_model"],
+    "stats": ["KindStats"],
+})  # fmt: skip
 
 __all__ = ["DEFAULT_ARCH", "DEFAULT_STATS", "KindStats", "ModelResult", "add_parser",
            "attention_dataflow", "format_report", "simulate_model"]  # fmt: skip

@@ -10,14 +10,16 @@ import argparse
 import json
 import re
 import sys
+from typing import TYPE_CHECKING
 
 from accel_sim.errors import UserInputError
 from accel_sim.knobs import parse_knobs
-from accel_sim.model_run.parallel import MAX_JOBS
-from accel_sim.model_run.simulate import DEFAULT_ARCH, DEFAULT_STATS
-from accel_sim.workers import default_workers
+from accel_sim.model_run.defaults import DEFAULT_ARCH, DEFAULT_STATS
+from accel_sim.workers import MAX_JOBS, default_workers
+
+if TYPE_CHECKING:
+    from accel_sim.workload.models import ModelSpec
 from accel_sim.workload.gemm import MAX_DIM
-from accel_sim.workload.models import ModelSpec, workload_size_problem
 
 _DIGITS = re.compile(r"[0-9]+")  # ASCII only: int() would also take "+16", " 16" or "١٦"
 #: lower()'s argument names as this command's flags (for size errors)
@@ -66,6 +68,8 @@ def _model_spec(args: argparse.Namespace) -> ModelSpec:
 
 def _check_sizes(args: argparse.Namespace, spec: ModelSpec) -> None:
     """Products of the size flags within 2**24 (``--tokens × --batch`` ...), naming the flags."""
+    from accel_sim.workload.models import workload_size_problem
+
     problem = workload_size_problem(spec, args.phase, args.tokens, args.batch, args.kv_len,
                                     args.prefix_tokens)  # fmt: skip
     if problem is not None:

@@ -12,9 +12,6 @@ from accel_sim.api import simulate
 from accel_sim.errors import UserInputError
 from accel_sim.workers import can_fork, fork_map
 
-#: Most worker processes (``--jobs``).
-MAX_JOBS = 64
-
 
 def _group(tasks: dict[tuple, tuple]) -> dict[tuple, Any]:
     """``{key: SimResult}`` of one group, in one process (its simulations share its caches);

@@ -50,6 +50,7 @@ from accel_sim.engine.chip import scope, stream_view
 from accel_sim.engine.counts import ActionCounts
 from accel_sim.engine.run import launch_cycles, run_plan
 from accel_sim.errors import UserInputError
+from accel_sim.model_run.defaults import DEFAULT_ARCH, DEFAULT_STATS  # noqa: F401 - re-exported
 from accel_sim.model_run.parallel import prefetch
 from accel_sim.model_run.stats import KindStats
 from accel_sim.workload.gemm import Gemm
@@ -63,9 +64,6 @@ from accel_sim.workload.models import (
 )
 from accel_sim.workload.trace import Trace, load_trace
 
-#: A whole chip by default (24 Da Vinci cores sharing L2 and HBM; engine/chip.py).
-DEFAULT_ARCH = "ascend910b_chip"
-DEFAULT_STATS = "smollm2-135m"
 ROW_COLUMNS = ["dataflow", "row", "op", "group", "kind", "run_as", "M", "K", "N", "elements",
                "count", "cycles", "compute_cycles", "stall_cycles", "launch_cycles", "time_s",
                "macs", "vector_flops", "energy_pj", "utilization"]  # fmt: skip

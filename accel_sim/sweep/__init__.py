@@ -19,11 +19,17 @@ restarted sweep ends with the same table.
 
 from __future__ import annotations
 
+import lazy_loader as _lazy
+
 from accel_sim.sweep.cli import add_parser
 from accel_sim.sweep.grid import MAX_POINTS
-from accel_sim.sweep.points import Point, expand
-from accel_sim.sweep.run import run_sweep
-from accel_sim.sweep.spec import Sweep, SweepSpec, load_spec
+
+# imported on first use: the command line adds its parser without pandas
+__getattr__, __dir__, _ = _lazy.attach(__name__, submod_attrs={
+    "points": ["Point", "expand"],
+    "run": ["run_sweep"],
+    "spec": ["Sweep", "SweepSpec", "load_spec"],
+})  # fmt: skip
 
 __all__ = ["MAX_POINTS", "Point", "Sweep", "SweepSpec", "add_parser", "expand", "load_spec",
            "run_sweep"]  # fmt: skip

@@ -14,10 +14,7 @@ import math
 import os
 from pathlib import Path
 
-import pandas as pd
-
 from accel_sim.errors import UserInputError
-from accel_sim.report.io import json_records as rows_of  # the rows as JSON (NaN → null)
 
 DEFAULT_OUT = "results"
 
@@ -110,6 +107,9 @@ def build_table(name: str, **options):
 
 
 def run(args) -> int:
+    import pandas as pd
+
+    from accel_sim.report.io import json_records as rows_of  # the rows as JSON (NaN → null)
     from accel_sim.report.io import write_table
     from accel_sim.tables.registry import TABLES, get_table, table_names
 
