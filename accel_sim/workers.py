@@ -36,9 +36,11 @@ def default_workers() -> int:
 
 
 def can_fork() -> bool:
-    """Whether worker processes can be forked here (not on Windows; macOS has fork but
-    defaults to spawn, and fork is what keeps the loaded state without re-importing)."""
-    return "fork" in multiprocessing.get_all_start_methods()
+    """Whether worker processes can be forked here: the system has fork (not Windows; fork is
+    what keeps the loaded state without re-importing) and this process is not itself a pool's
+    worker (a daemonic process may not have children)."""
+    return ("fork" in multiprocessing.get_all_start_methods()
+            and not multiprocessing.current_process().daemon)  # fmt: skip
 
 
 def fork_map(func: Callable[[Any], Any], tasks: list, workers: int) -> Iterator[Any]:

@@ -69,3 +69,12 @@ def test_a_process_that_ran_a_parallel_kernel_can_still_fork():
     assert proc.returncode == 0, proc.stderr[-500:]
     values = json.loads(proc.stdout)
     assert len(values) == 3 and values[1] - values[0] == 1.0 and values[2] - values[1] == 1.0
+
+
+def _nested(x: int) -> list[int]:
+    return list(workers.fork_map(abs, [x, -x], 2))  # inside a pool's worker: in that process
+
+
+@pytest.mark.skipif(not workers.can_fork(), reason="no fork on this system")
+def test_a_pool_worker_runs_its_own_tasks_in_process():
+    assert list(workers.fork_map(_nested, [1, 2], 2)) == [[1, 1], [2, 2]]
