@@ -180,15 +180,28 @@ def test_bad_knobs_are_one_line(run_cli):
     assert code == 2 and "no int4 rate" in err and err.count("\n") == 1
 
 
-@settings(max_examples=40, deadline=None)
-@given(data=st.data(), kind_bits=st.sampled_from([("int", 4), ("flint", 4), ("int", 8)]))
-def test_grid_round_kernel_matches_numpy_reference(data, kind_bits):
-    """The numba rounding (every MSE scale search calls it) equals the numpy reference on random
-    values, the grid points themselves, their exact midpoints (ties) and far beyond the ends."""
-    kind, bits = kind_bits
-    grid = np.union1d(olive.normal_grid(bits, kind), olive.outlier_grid(bits))
-    values = data.draw(st.lists(st.floats(-1e4, 1e4, allow_nan=False), min_size=1, max_size=64))
-    v = np.concatenate([values, grid, (grid[1:] + grid[:-1]) / 2, [1e9, -1e9, 0.0, -0.0]])
+def _grids() -> list[np.ndarray]:
+    """OliVe's normal ∪ outlier grids and every ANT type, signed and unsigned."""
+    out = [np.union1d(olive.normal_grid(b, k), olive.outlier_grid(b))
+           for k, b in (("int", 4), ("flint", 4), ("int", 8))]  # fmt: skip
+    out += [ant.grid(k, b, signed) for k, b in (("int", 4), ("pot", 4), ("flint", 4), ("int", 8))
+            for signed in (True, False)]  # fmt: skip
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), index=st.integers(0, len(_grids()) - 1))
+def test_grid_round_kernel_matches_numpy_reference(data, index):
+    """The numba rounding (every MSE scale search calls it; a bucket table, not a search)
+    equals the numpy reference on random values, the grid points, their exact midpoints (ties),
+    the next floats on either side of both, and far beyond the ends."""
+    grid = _grids()[index]
+    span = float(grid[-1] - grid[0])
+    values = data.draw(st.lists(st.floats(-2 * span, 2 * span, allow_nan=False), min_size=1,
+                                max_size=64))  # fmt: skip
+    mids = (grid[1:] + grid[:-1]) / 2
+    near = [np.nextafter(p, d) for p in (grid, mids) for d in (np.inf, -np.inf)]
+    v = np.concatenate([values, grid, mids, *near, [1e9, -1e9, 0.0, -0.0]])
     np.testing.assert_array_equal(olive.grid_round(v, grid), olive.grid_round_ref(v, grid))
     square = v[: v.size - v.size % 2].reshape(2, -1)
     np.testing.assert_array_equal(olive.grid_round(square, grid),

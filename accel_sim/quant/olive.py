@@ -87,22 +87,70 @@ def grid_round_ref(v: np.ndarray, grid: np.ndarray) -> np.ndarray:
     return np.clip(np.where(up, hi, lo), grid[0], grid[-1])
 
 
+#: the most buckets :func:`_bucket_table` builds (a finer grid takes the binary search)
+_MAX_BUCKETS = 1 << 16
+
+
+@numba.njit(cache=True)
+def _bucket_of(x: float, origin: float, scale: float) -> int:
+    """The bucket of ``x`` ≥ ``origin``: monotone in ``x`` (a rounded subtraction, a rounded
+    product by a positive number and a truncation each are), so every bucket is an interval."""
+    return int((x - origin) * scale)
+
+
+@numba.njit(cache=True)
+def _bucket_table(grid: np.ndarray) -> tuple[np.ndarray, float]:
+    """(per bucket ``b``, how many grid points lie in buckets below ``b``; the scale of
+    :func:`_bucket_of`). Both sides use the same rounded bucket function, so for ``x`` in bucket
+    ``b`` every point counted lies below ``x`` and no other does unless it shares the bucket;
+    the scale makes buckets narrower than the smallest gap, and the table is empty (binary
+    search instead) unless each grid point has a bucket of its own."""
+    n = grid.size
+    gap = np.inf
+    for i in range(1, n):
+        gap = min(gap, grid[i] - grid[i - 1])
+    if n < 2 or not gap > 0 or (grid[n - 1] - grid[0]) / gap > _MAX_BUCKETS:
+        return np.zeros(0, np.int64), 1.0
+    scale = 2.0 / gap
+    buckets = _bucket_of(grid[n - 1], grid[0], scale) + 1
+    table = np.zeros(buckets + 1, np.int64)
+    for i in range(n):
+        b = _bucket_of(grid[i], grid[0], scale)
+        if i and b == _bucket_of(grid[i - 1], grid[0], scale):
+            return np.zeros(0, np.int64), 1.0  # two points share a bucket
+        table[b + 1] += 1
+    for b in range(1, buckets + 1):
+        table[b] += table[b - 1]
+    return table[:buckets], scale
+
+
 @numba.njit(cache=True, parallel=True)
 def _grid_round(v: np.ndarray, grid: np.ndarray, out: np.ndarray) -> None:
     n = grid.size
+    table, scale = _bucket_table(grid)
     for t in prange(v.size):
         x = v[t]
-        a, b = 0, n  # first index with grid[index] >= x (numpy's searchsorted, side left)
-        while a < b:
-            mid = (a + b) // 2
-            if grid[mid] < x:
-                a = mid + 1
-            else:
-                b = mid
+        # a: the first index with grid[a] >= x (numpy's searchsorted, side left); NaN gives 0
+        if not x > grid[0]:
+            a = 0
+        elif x > grid[n - 1]:
+            a = n
+        elif table.size:  # the points of the buckets below, then the one of x's own bucket
+            a = table[_bucket_of(x, grid[0], scale)]
+            a += grid[a] < x
+        else:
+            a, b = 0, n
+            while a < b:
+                mid = (a + b) // 2
+                if grid[mid] < x:
+                    a = mid + 1
+                else:
+                    b = mid
         i = min(max(a, 1), n - 1)
         lo, hi = grid[i - 1], grid[i]
         d_lo, d_hi = x - lo, hi - x
-        up = d_hi < d_lo or (d_hi == d_lo and abs(hi) >= abs(lo))
+        # (bitwise, not short-circuit: no branch on the data, which a CPU mispredicts)
+        up = (d_hi < d_lo) | ((d_hi == d_lo) & (abs(hi) >= abs(lo)))
         r = hi if up else lo
         out[t] = min(max(r, grid[0]), grid[n - 1])
 
