@@ -211,7 +211,7 @@ def _progress(total: int):
 
     from tqdm import tqdm
 
-    return tqdm(total=total, desc="ops-fig3", unit="model", leave=False,
+    return tqdm(total=total, desc="ops-fig3", unit="step", leave=False,
                 disable=not sys.stderr.isatty())  # fmt: skip
 
 
@@ -221,15 +221,19 @@ def build(arch: str = ARCH, models=MODELS, bitslice: str | None = BITSLICE) -> T
     arch_objs = {a: load_arch(a) for a in archs}
     rows = []
     workers = default_workers()
-    # OliVe's and ANT's errors on the traces' sample tensors first, in this process (~20 s per
+    # OliVe's and ANT's errors on the traces' sample tensors first, in this process (~15 s per
     # trace; its numba kernels use every core already), so the workers forked next inherit
     # them; then one task per architecture and model, the most tokens first; results in order
-    for trace in dict.fromkeys(m[3] for m in models):
-        FB.sample_errors(trace)
+    traces = list(dict.fromkeys(m[3] for m in models))
     work = [(a, *m) for a in archs for m in models]
     order = sorted(range(len(work)), key=lambda i: -work[i][3])  # most tokens first
     done: dict[int, list[dict]] = {}
-    with _progress(len(work)) as bar:  # ~1 min: a bar on a terminal (stderr), nothing otherwise
+    # ~1 min: a bar on a terminal (stderr), nothing otherwise
+    with _progress(len(traces) + len(work)) as bar:
+        for trace in traces:
+            bar.set_postfix_str(f"OliVe/ANT errors on {trace}'s samples")
+            FB.sample_errors(trace)
+            bar.update()
         for i, part in zip(order, fork_map(_task, [work[i] for i in order], workers)):
             done[i] = part
             bar.set_postfix_str(f"{work[i][1]} on {work[i][0]}")
