@@ -18,6 +18,7 @@ from accel_sim.energy.model import price
 from accel_sim.engine.counts import ActionCounts
 from accel_sim.engine.run import run_plan
 from accel_sim.errors import UserInputError
+from accel_sim.workers import map_groups
 from accel_sim.workload.gemm import Gemm, parse_gemm
 
 
@@ -336,12 +337,14 @@ def simulate_many(
     engine: str = "des",
     progress: bool = False,
     overlap: bool = True,
+    jobs: int = 1,
 ) -> pd.DataFrame:
     """One row per (GEMM, dataflow), GEMM-major in the order given (a GEMM listed twice gives
     its rows twice); ``knobs`` maps dataflow name → its knobs; ``stats_for(gemm)`` returns the
     statistics of a GEMM (or None). A single GEMM or dataflow name is taken as a list of one.
     Every GEMM, dataflow and knob is checked before the first simulation; ``overlap`` as in
-    :func:`simulate`."""
+    :func:`simulate`. ``jobs`` > 1 simulates on that many forked processes, the rows of one
+    GEMM in one of them (``workers.map_groups``); the table is the same."""
     where = "simulate_many()"
     _check_overlap(overlap, where)
     gemms, dataflows = _as_lists(gemms, dataflows, knobs, where, tuple_is_gemm=False)
@@ -350,18 +353,32 @@ def simulate_many(
         _check_call(flow, None, None, engine, where)  # flow is a str from here on
         _check_call(flow, (knobs or {}).get(flow), None, engine, where)
         get_dataflow(flow, "dataflow").resolve_knobs((knobs or {}).get(flow), "knobs")
-    rows = []
-    jobs = [(g, f) for g in gemms for f in flows]
-    iterator = jobs
+    runs = [(g, f) for g in gemms for f in flows]
+    bar = None
     if progress:
         from tqdm import tqdm
 
-        iterator = tqdm(jobs, desc="simulating", unit="run", leave=False)
-    for gemm, flow in iterator:
-        stats = stats_for(gemm) if stats_for else None
-        result = simulate(arch, gemm, flow, (knobs or {}).get(flow), stats, engine,
-                          overlap=overlap)  # fmt: skip
-        rows.append(result.row())
+        bar = tqdm(total=len(runs), desc="simulating", unit="run", leave=False)
+    args = [(arch, g, f, (knobs or {}).get(f), stats_for(g) if stats_for else None, engine,
+             True, overlap) for g, f in runs]  # fmt: skip
+    # a GEMM's dataflows per task (a pool's worker keeps its caches from task to task, so a
+    # matmul is simulated at most once per worker), the most MACs first
+    order = [{i: args[i] for i in range(g * len(flows), (g + 1) * len(flows))}
+             for g in sorted(range(len(gemms)), key=lambda g: -gemms[g].macs * gemms[g].count)]
+    done: dict[int, SimResult] = {}
+    for part in map_groups(simulate, order, jobs):  # (nothing unless jobs > 1)
+        done.update(part)
+        if bar is not None:
+            bar.update(len(part))
+    rows = []
+    for i in range(len(runs)):
+        if i not in done:  # in this process (also a run whose error is raised here, in order)
+            done[i] = simulate(*args[i])
+            if bar is not None:
+                bar.update()
+        rows.append(done[i].row())
+    if bar is not None:
+        bar.close()
     return pd.DataFrame(rows)
 
 

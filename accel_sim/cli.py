@@ -14,6 +14,7 @@ from pathlib import Path
 
 from accel_sim.errors import UserInputError
 from accel_sim.knobs import parse_knobs
+from accel_sim.workers import MAX_JOBS, default_workers, parse_jobs
 
 DESCRIPTION = """\
 Cycle-level simulator of accelerators (systolic arrays, cube units, memory hierarchy) running
@@ -106,7 +107,8 @@ def _cmd_run(args) -> int:
         return 0
     df = simulate_many(arch, gemms, flows, knobs, engine=args.engine,
                        stats_for=trace.stats_for if trace else None,
-                       progress=sys.stderr.isatty(), overlap=not args.no_overlap)  # fmt: skip
+                       progress=sys.stderr.isatty(), overlap=not args.no_overlap,
+                       jobs=default_workers() if args.jobs is None else args.jobs)  # fmt: skip
     df = add_speedup(df)
     if args.out is not None:
         write_table(df, args.out)
@@ -252,6 +254,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="des: the discrete-event simulation (default); twin: its closed-form "
                           "model, faster; about 1 %% off at p90 on random GEMMs, more on some "
                           "(docs/engine.md, 'The closed-form model')")  # fmt: skip
+    run.add_argument("--jobs", type=parse_jobs, default=None, metavar="N",
+                     help=f"forked processes simulating the rows, 1..{MAX_JOBS}; the result is "
+                          "the same for any N (default: $ACCEL_SIM_WORKERS, else the usable "
+                          "CPUs, at most 8)")  # fmt: skip
     run.add_argument("--no-overlap", action="store_true",
                      help="run each plan's operations one after another, unfused (the behaviour "
                           "before overlap), to see what overlap buys (docs/engine.md, 'Overlap "

@@ -1,18 +1,24 @@
-"""How many worker processes a parallel job starts by default, and one fork pool for them.
+"""How many worker processes a parallel job starts by default, one fork pool for them, and
+groups of independent calls (e.g. simulations of GEMM rows) spread over it.
 
 Every job that can spread its work over processes (``accel-sim table``, ``accel-sim model``,
 ``accel-sim sweep``) asks :func:`default_workers`: the ``ACCEL_SIM_WORKERS`` environment
 variable if it is a positive integer, else the CPUs this process may run on (its affinity, not
 the machine's count: a container limited to 2 of 64 cores gets 2), at most :data:`MAX_DEFAULT`.
-Results never depend on the number: each task is simulated from scratch in its own process.
+Results never depend on the number: each task is simulated in its own process, and the
+engine's caches change a result's cost, never the result.
 """
 
 from __future__ import annotations
 
+import argparse
 import multiprocessing
 import os
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
+
+from accel_sim.errors import UserInputError
 
 #: The most workers started without being asked (each is a copy of this process, ~200 MB).
 MAX_DEFAULT = 8
@@ -52,3 +58,37 @@ def fork_map(func: Callable[[Any], Any], tasks: list, workers: int) -> Iterator[
         return
     with multiprocessing.get_context("fork").Pool(min(workers, len(tasks))) as pool:
         yield from pool.imap(func, tasks, chunksize=1)
+
+
+def parse_jobs(text: str) -> int:
+    """``--jobs N`` of the command line: an integer in 1 .. :data:`MAX_JOBS`."""
+    if not re.fullmatch(r"[0-9]+", text) or not 1 <= int(text) <= MAX_JOBS:
+        raise argparse.ArgumentTypeError(f"expected an integer in 1 .. {MAX_JOBS}, got "
+                                         f"{text[:40]!r}")  # fmt: skip
+    return int(text)
+
+
+parse_jobs.__name__ = "integer"  # argparse names the type in its message
+
+
+def _call_group(task: tuple[Callable, dict]) -> dict:
+    """``{key: func(*args)}`` of one group, in one process (its calls share its caches); a key
+    whose call raised a :class:`UserInputError` is left out."""
+    func, calls = task
+    out = {}
+    for key, args in calls.items():
+        try:
+            out[key] = func(*args)
+        except UserInputError:
+            pass  # raised again, in order, by the caller's own call
+    return out
+
+
+def map_groups(func: Callable, groups: list[dict], jobs: int) -> Iterator[dict]:
+    """Per group (``{key: args}``, in the order given) ``{key: func(*args)}``, the groups on
+    ``jobs`` forked processes; nothing where ``jobs`` ≤ 1, there is one group, or this process
+    cannot fork (the caller then calls ``func`` itself, and meets any error in order). Calls
+    that share work (e.g. simulations of one matmul) belong in one group."""
+    if jobs <= 1 or len(groups) < 2 or not can_fork():
+        return
+    yield from fork_map(_call_group, [(func, g) for g in groups], jobs)

@@ -78,3 +78,15 @@ def _nested(x: int) -> list[int]:
 @pytest.mark.skipif(not workers.can_fork(), reason="no fork on this system")
 def test_a_pool_worker_runs_its_own_tasks_in_process():
     assert list(workers.fork_map(_nested, [1, 2], 2)) == [[1, 1], [2, 2]]
+
+
+@pytest.mark.skipif(not workers.can_fork(), reason="no fork on this system")
+def test_simulate_many_gives_the_same_table_on_forked_workers():
+    """``jobs`` only spreads the GEMMs over processes (``accel-sim run --jobs``)."""
+    import accel_sim
+
+    gemms = ["16x64x128", "64x128x64", "16x64x128", "128x256x96"]
+    tables = [accel_sim.simulate_many("ascend_like_cube", gemms, ["fp16", "w8a8"], jobs=jobs)
+              for jobs in (1, 2)]  # fmt: skip
+    assert len(tables[0]) == 8
+    assert tables[0].equals(tables[1])

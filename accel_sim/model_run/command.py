@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from accel_sim.errors import UserInputError
 from accel_sim.knobs import parse_knobs
 from accel_sim.model_run.defaults import DEFAULT_ARCH, DEFAULT_STATS
-from accel_sim.workers import MAX_JOBS, default_workers
+from accel_sim.workers import MAX_JOBS, default_workers, parse_jobs
 
 if TYPE_CHECKING:
     from accel_sim.workload.models import ModelSpec
@@ -40,14 +40,6 @@ def _count(low: int):
     return parse
 
 
-def _jobs(text: str) -> int:
-    if not _DIGITS.fullmatch(text) or not 1 <= int(text) <= MAX_JOBS:
-        raise argparse.ArgumentTypeError(f"expected an integer in 1 .. {MAX_JOBS}, got "
-                                         f"{text[:40]!r}")  # fmt: skip
-    return int(text)
-
-
-_jobs.__name__ = "integer"
 
 
 def _model_spec(args: argparse.Namespace) -> ModelSpec:
@@ -171,7 +163,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--engine", choices=("des", "twin"), default="des",
                    help="des: the discrete-event simulation; twin: its closed-form model, "
                         "faster (default: des)")  # fmt: skip
-    p.add_argument("--jobs", type=_jobs, default=None, metavar="N",
+    p.add_argument("--jobs", type=parse_jobs, default=None, metavar="N",
                    help=f"forked processes simulating the distinct GEMM rows, 1..{MAX_JOBS}; the "
                         "result is the same for any N (default: $ACCEL_SIM_WORKERS, else the "
                         "usable CPUs, at most 8)")  # fmt: skip

@@ -51,8 +51,8 @@ from accel_sim.engine.counts import ActionCounts
 from accel_sim.engine.run import launch_cycles, run_plan
 from accel_sim.errors import UserInputError
 from accel_sim.model_run.defaults import DEFAULT_ARCH, DEFAULT_STATS  # noqa: F401 - re-exported
-from accel_sim.model_run.parallel import prefetch
 from accel_sim.model_run.stats import KindStats
+from accel_sim.workers import map_groups
 from accel_sim.workload.gemm import Gemm
 from accel_sim.workload.models import (
     ATTENTION_KINDS,
@@ -237,7 +237,9 @@ def simulate_model(
     for key in tasks:
         groups.setdefault((key[0].M, key[0].K, key[0].N, key[0].count), []).append(key)
     order = sorted(groups.values(), key=lambda g: -len(g) * g[0][0].macs * g[0][0].count)
-    cache: dict[tuple, Any] = prefetch([{k: tasks[k] for k in g} for g in order], jobs)
+    cache: dict[tuple, Any] = {}
+    for part in map_groups(simulate, [{k: tasks[k] for k in g} for g in order], jobs):
+        cache.update(part)
     rows: list[dict[str, Any]] = []
     skipped: dict[str, str] = {}
     for flow in flows:
