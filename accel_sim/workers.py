@@ -1,10 +1,11 @@
 """How many worker processes a parallel job starts by default, one fork pool for them, and
 groups of independent calls (e.g. simulations of GEMM rows) spread over it.
 
-Every job that can spread its work over processes (``accel-sim table``, ``accel-sim model``,
-``accel-sim sweep``) asks :func:`default_workers`: the ``ACCEL_SIM_WORKERS`` environment
-variable if it is a positive integer, else the CPUs this process may run on (its affinity, not
-the machine's count: a container limited to 2 of 64 cores gets 2), at most :data:`MAX_DEFAULT`.
+Every job that can spread its work over processes (``accel-sim run``, ``model``, ``table``,
+``sweep``) asks :func:`default_workers` unless ``--jobs N`` says otherwise: the
+``ACCEL_SIM_WORKERS`` environment variable if it is a positive integer, else the CPUs this
+process may run on (its affinity, not the machine's count: a container limited to 2 of 64 cores
+gets 2), at most :data:`MAX_DEFAULT`.
 Results never depend on the number: each task is simulated in its own process, and the
 engine's caches change a result's cost, never the result.
 """
@@ -22,7 +23,7 @@ from accel_sim.errors import UserInputError
 
 #: The most workers started without being asked (each is a copy of this process, ~200 MB).
 MAX_DEFAULT = 8
-#: The most workers a user may ask for (``accel-sim model --jobs``).
+#: The most workers a user may ask for (``--jobs`` of ``accel-sim run`` and ``model``).
 MAX_JOBS = 64
 
 
