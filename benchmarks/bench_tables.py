@@ -16,6 +16,8 @@ from pathlib import Path
 
 from machine import describe
 
+from accel_sim.workers import default_workers
+
 ROOT = Path(__file__).resolve().parents[1]
 TABLES = ["osc-table2", "prefixquant-fig6", "ops-fig3", "muxq-overhead", "tweo-static"]
 TARGETS = {"osc-table2": 10.0, "model qwen3-8b prefill 2048": 5.0, "sweep bench_1000": 20.0}
@@ -48,7 +50,7 @@ def main() -> None:
         # the four dataflows of the mission: W8A8, OSC, MUXQ, OPS (the target), then all nine
         timed("model qwen3-8b prefill 2048", [*prefill, "w8a8", "osc", "muxq", "ops"])
         timed("model qwen3-8b prefill 2048 (all)", [*prefill, "all"])
-        print("sweep (fresh output directory, LocalCluster of 2 workers):")
+        print(f"sweep (fresh output directory, LocalCluster of {default_workers()} workers):")
         timed("sweep bench_1000", ["sweep", "workloads/sweeps/bench_1000.yaml", "--out",
                                    str(out / "sweep"), "--no-progress"])  # fmt: skip
         timed("sweep bench_1000 (resumed)", ["sweep", "workloads/sweeps/bench_1000.yaml", "--out",
