@@ -50,14 +50,19 @@ def can_fork() -> bool:
             and not multiprocessing.current_process().daemon)  # fmt: skip
 
 
-def fork_map(func: Callable[[Any], Any], tasks: list, workers: int) -> Iterator[Any]:
+def fork_map(func: Callable[[Any], Any], tasks: list, workers: int,
+             forked: Callable[[], Any] | None = None) -> Iterator[Any]:  # fmt: skip
     """``func(task)`` for each task, in order, on ``workers`` forked processes (in this process
     when ``workers`` ≤ 1, there is one task, or fork is unavailable). Lazy: results are yielded
-    as they arrive, so a caller can drive a progress bar."""
+    as they arrive, so a caller can drive a progress bar. ``forked()`` is called in this
+    process once the workers exist (e.g. to start a thread, which must not be running at a
+    fork), and only then."""
     if workers <= 1 or len(tasks) < 2 or not can_fork():
         yield from map(func, tasks)
         return
     with multiprocessing.get_context("fork").Pool(min(workers, len(tasks))) as pool:
+        if forked is not None:
+            forked()
         yield from pool.imap(func, tasks, chunksize=1)
 
 

@@ -16,10 +16,10 @@ from accel_sim.errors import UserInputError
 from accel_sim.knobs import parse_knobs
 from accel_sim.model_run.defaults import DEFAULT_ARCH, DEFAULT_STATS
 from accel_sim.workers import MAX_JOBS, default_workers, parse_jobs
+from accel_sim.workload.gemm import MAX_DIM
 
 if TYPE_CHECKING:
     from accel_sim.workload.models import ModelSpec
-from accel_sim.workload.gemm import MAX_DIM
 
 _DIGITS = re.compile(r"[0-9]+")  # ASCII only: int() would also take "+16", " 16" or "١٦"
 #: lower()'s argument names as this command's flags (for size errors)
@@ -38,8 +38,6 @@ def _count(low: int):
 
     parse.__name__ = "integer"  # argparse names the type in its message
     return parse
-
-
 
 
 def _model_spec(args: argparse.Namespace) -> ModelSpec:

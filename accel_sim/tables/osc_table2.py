@@ -21,7 +21,6 @@ from our own breakdowns, so a deviation from the paper is explained rather than 
 
 from __future__ import annotations
 
-import multiprocessing
 import sys
 import time
 from collections.abc import Sequence
@@ -36,7 +35,7 @@ from accel_sim.dataflow.common import BLOCK_FORMATS
 from accel_sim.engine.chip import scope
 from accel_sim.report.warm import warm_plots
 from accel_sim.tables.registry import TableResult, register_table
-from accel_sim.workers import can_fork, default_workers
+from accel_sim.workers import default_workers, fork_map
 
 ARCH = "ascend_like_cube"
 SIZES = (512, 768, 2048, 4096, 12288)
@@ -147,19 +146,14 @@ def sweep(arch=ARCH, sizes=SIZES, ms=M_MEMORY + M_COMPUTE, groups=GROUPS,
     # a progress bar on a terminal only (stderr); results keep the tasks' order either way
     bar = tqdm(total=len(tasks), desc="osc-table2", unit="point", leave=False,
                disable=not sys.stderr.isatty())  # fmt: skip
-    if workers > 1 and len(tasks) > 1 and can_fork():
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            warm = warm_plots("matplotlib.pyplot")  # (after the fork) while this process waits
-            parts = []
-            for part in pool.imap(_task, tasks, chunksize=1):
-                parts.append(part)
-                bar.update()
-        warm.join()
-    else:
-        parts = []
-        for task in tasks:
-            parts.append(_task(task))
-            bar.update()
+    warm = []  # matplotlib imported while this process waits for its workers (after the fork)
+    parts = []
+    for part in fork_map(_task, tasks, workers,
+                         forked=lambda: warm.append(warm_plots("matplotlib.pyplot"))):  # fmt: skip
+        parts.append(part)
+        bar.update()
+    for thread in warm:
+        thread.join()
     bar.close()
     rows = [row for part in parts for row in part]
     return pd.DataFrame(rows).sort_values(["M", "K", "N", "G"]).reset_index(drop=True)
