@@ -20,3 +20,13 @@ def run_cli(capsys):
         return code, out, err
 
     return run
+
+
+def pytest_configure(config):
+    """The suite runs one test file per worker (``--dist loadfile`` in pyproject.toml: a module
+    fixture that builds a whole paper table is then built once, not once per worker); the
+    notebook and README groups are each one file of independent slow cases, so they are spread
+    test by test instead."""
+    spread = config.option.markexpr in ("notebooks", "readme")
+    if spread and config.getoption("dist", None) == "loadfile":
+        config.option.dist = "load"
