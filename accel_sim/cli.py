@@ -226,6 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="accel-sim", description=DESCRIPTION,
                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     parser.add_argument("--version", action="version", version=f"accel-sim {_version()}")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="neither read nor write the on-disk cache of mappings and DES "
+                             "timings (accel-sim cache; same as ACCEL_SIM_CACHE=off)")  # fmt: skip
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser,
                                 metavar="COMMAND")  # fmt: skip
 
@@ -312,13 +315,14 @@ def build_parser() -> argparse.ArgumentParser:
     flows = sub.add_parser("dataflows", help="list dataflows and their knobs")
     flows.set_defaults(func=_cmd_dataflows)
 
-    # commands that live beside their subject: model workloads, paper tables, sweeps
-    from accel_sim import model_run, sweep
+    # commands that live beside their subject: model workloads, paper tables, sweeps, the cache
+    from accel_sim import model_run, result_cache, sweep
     from accel_sim.tables import cli as tables_cli
 
     model_run.add_parser(sub)
     tables_cli.add_parser(sub)
     sweep.add_parser(sub)
+    result_cache.add_parser(sub)
     return parser
 
 
@@ -332,9 +336,15 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of ``accel-sim``; returns the exit code (0 ok, 2 user error)."""
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
+    if argv and argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version",
+                                                            "--no-cache"):  # fmt: skip
         parser.error(f"unrecognized argument {argv[0]} before the command")  # not "COMMAND missing"
     args = parser.parse_args(argv)
+    if args.no_cache:  # (in the environment: worker processes read it too)
+        from accel_sim import result_cache
+
+        os.environ[result_cache.ENV] = "off"
+        result_cache.reset()
     try:
         code = args.func(args)
         sys.stdout.flush()

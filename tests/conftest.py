@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# Tests compute what they check: the on-disk result cache (accel_sim/result_cache.py) stays off
+# for them, their CLI subprocesses and the notebooks they execute; tests/test_result_cache.py
+# turns it on in a directory of its own.
+os.environ["ACCEL_SIM_CACHE"] = "off"
 
 from accel_sim.cli import main
 

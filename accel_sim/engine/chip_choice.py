@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from accel_sim import result_cache
 from accel_sim.arch.schema import Arch
 from accel_sim.arch.units.base import StepTile
 from accel_sim.dataflow.plan import MatmulOp
@@ -195,6 +196,9 @@ def partition(arch: Arch, op: MatmulOp) -> Partition:
     hit = _PARTITIONS.get(key)
     if hit is not None:
         return hit
+    hit = result_cache.get("partition", key)  # a choice an earlier run made (result_cache.py)
+    if hit is not None:
+        return _remember(key, hit)
     rate = arch.compute.rate(op.precision, arch.origin, op.name)
     eff = matmul_efficiency(arch, op.precision)
     offered = arch.compute.step_tiles(op.M, op.K, op.N, rate)
@@ -244,6 +248,11 @@ def partition(arch: Arch, op: MatmulOp) -> Partition:
     close = sorted(e for e in scored if e[0] <= best * (1 + HEDGE))[:HEDGE_GRIDS]
     if len(close) > 1 and best > best_compute * (1 + HEDGE):
         hit = min(close, key=lambda e: (_simulated(arch, op, e[2]), e[0], e[1]))[2]
+    result_cache.put("partition", key, hit)
+    return _remember(key, hit)
+
+
+def _remember(key: tuple, hit: Partition) -> Partition:
     if len(_PARTITIONS) >= 20000:
         _PARTITIONS.clear()
     _PARTITIONS[key] = hit

@@ -29,8 +29,9 @@ runner-up 3.5 % faster alone, with 2.2× the DRAM bytes, made the overlapped pla
 On a chip only the slowest core's part is simulated, so only its mapping is checked; the
 counts (energy) of the other parts use the model's choice.
 
-The choice is cached by (architecture content, op without its name), like the mapper's, and so
-are the DES timings of the last choices (the chip partitioner's DES runs of its closest grids
+The choice is cached by (architecture content, op without its name), like the mapper's, in
+this process and on disk with its DES timing (``result_cache.py``), and so are the DES timings of
+the last choices (the chip partitioner's DES runs of its closest grids
 are then the chip's run, not simulated again). The closed-form engine (``engine="twin"``),
 the chip partitioner's model ranking and ``benchmarks/bench_engine.py``'s model-vs-DES
 distribution use the model's choice unchecked.
@@ -40,6 +41,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from accel_sim import result_cache
 from accel_sim.arch.schema import Arch
 from accel_sim.dataflow.plan import MatmulOp
 from accel_sim.engine.des import MatmulTiming, simulate_program
@@ -106,16 +108,27 @@ def _choose(arch: Arch, op: MatmulOp, key: tuple) -> Program:
         run = simulate_program(other)
         if run.cycles + _extra_dram_cycles(other, program) < timing.cycles:
             program, timing = other, run
+    _remember(key, program.mapping, timing)
+    result_cache.put("des", key, (program.mapping, timing))
+    return program
+
+
+def _remember(key: tuple, mapping: Mapping, timing: MatmulTiming) -> None:
     if len(_CHOSEN) >= _LIMIT:
         _CHOSEN.clear()
-    _CHOSEN[key] = program.mapping
+    _CHOSEN[key] = mapping
     _keep(key, timing)
-    return program
 
 
 def _program(arch: Arch, op: MatmulOp, key: tuple) -> Program:
     mapping = _CHOSEN.get(key)
-    return _choose(arch, op, key) if mapping is None else Program(arch, key[1], mapping)
+    if mapping is None:
+        stored = result_cache.get("des", key)  # a check an earlier run made (result_cache.py)
+        if stored is None:
+            return _choose(arch, op, key)
+        mapping, timing = stored
+        _remember(key, mapping, timing)
+    return Program(arch, key[1], mapping)
 
 
 def des_program(arch: Arch, op: MatmulOp) -> Program:
@@ -131,6 +144,10 @@ def des_timing(arch: Arch, op: MatmulOp, collapse: bool = True) -> tuple[Program
     key = _key(arch, op)
     program = _program(arch, op, key)
     timing = _TIMINGS.get(key) if collapse else None
+    if timing is None and collapse:  # evicted here, perhaps kept on disk with the choice
+        stored = result_cache.get("des", key)
+        if stored is not None and stored[0] == program.mapping:
+            timing = stored[1]
     if timing is None:
         timing = simulate_program(program, collapse=collapse)
         if collapse:

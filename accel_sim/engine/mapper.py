@@ -24,7 +24,8 @@ pruned without changing the result (:func:`_shortlist`): each step tile has a lo
 candidates' rank, so tiles are searched best bound first and the search stops once no further
 tile can enter the shortlist; likewise a shortlisted candidate whose twin cycles are bound from
 below (``twin.twin_floor``) to rank above the best re-scored one is not re-scored. Mappings are
-cached by (architecture content, op shape, precision and operand widths);
+cached by (architecture content, op shape, precision and operand widths), in this process and
+on disk (``result_cache.py``);
 ``benchmarks/bench_mapper_speed.py`` times the mapper and checks its choices against recorded
 ones.
 """
@@ -34,6 +35,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from accel_sim import result_cache
 from accel_sim.arch.schema import Arch
 from accel_sim.dataflow.plan import MatmulOp
 from accel_sim.engine.mapper_space import (  # noqa: F401 - candidates: public here too
@@ -358,14 +360,17 @@ def _mapped(arch: Arch, op: MatmulOp, key: tuple | None = None) -> tuple[Mapping
     key = key or (arch.fingerprint, replace(op, name=""))
     hit = _CACHE.get(key)
     if hit is None:
-        mapping, program, second = _best(arch, op)
-        hit = (mapping, second)
+        hit = result_cache.get("mapper", key)  # a search an earlier run made (result_cache.py)
+        if hit is None:
+            mapping, program, second = _best(arch, op)
+            hit = (mapping, second)
+            result_cache.put("mapper", key, hit)
+            if len(_PROGRAMS) >= _PROGRAMS_LIMIT:
+                _PROGRAMS.clear()
+            _PROGRAMS[key] = program
         if len(_CACHE) >= _CACHE_LIMIT:
             _CACHE.clear()
         _CACHE[key] = hit
-        if len(_PROGRAMS) >= _PROGRAMS_LIMIT:
-            _PROGRAMS.clear()
-        _PROGRAMS[key] = program
     return hit
 
 
