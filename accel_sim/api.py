@@ -69,10 +69,8 @@ class SimResult:
 
     def row(self) -> dict[str, Any]:
         """A flat row for a DataFrame (breakdowns become ``energy_<component>_pj`` columns)."""
-        flat = {k: v for k, v in self.to_dict().items()
-                if k not in ("energy_breakdown_pj", "energy_sources", "stalls", "ops", "notes",
-                             "knobs", "extra", "bytes_read", "bytes_written", "units_busy",
-                             "critical_path")}  # fmt: skip
+        # (the scalar fields as they are: no deep copy of the nested ones it leaves out)
+        flat = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _NESTED}
         for key, value in self.energy_breakdown_pj.items():
             flat[f"energy_{key}_pj"] = value
         for unit in ("matrix", "vector", "comparator", "dma"):
@@ -81,6 +79,11 @@ class SimResult:
         for key, value in self.extra.items():
             flat[key] = value
         return flat
+
+
+#: :class:`SimResult` fields that :meth:`SimResult.row` flattens or leaves out
+_NESTED = frozenset({"energy_breakdown_pj", "energy_sources", "stalls", "ops", "notes", "knobs",
+                     "extra", "bytes_read", "bytes_written", "units_busy", "critical_path"})
 
 
 def _as_gemm(gemm: Gemm | str | tuple) -> Gemm:
