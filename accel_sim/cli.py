@@ -316,13 +316,13 @@ def build_parser() -> argparse.ArgumentParser:
     flows.set_defaults(func=_cmd_dataflows)
 
     # commands that live beside their subject: model workloads, paper tables, sweeps, the cache
-    from accel_sim import model_run, result_cache, sweep
+    from accel_sim import cache_command, model_run, sweep
     from accel_sim.tables import cli as tables_cli
 
     model_run.add_parser(sub)
     tables_cli.add_parser(sub)
     sweep.add_parser(sub)
-    result_cache.add_parser(sub)
+    cache_command.add_parser(sub)
     return parser
 
 
@@ -340,11 +340,10 @@ def main(argv: list[str] | None = None) -> int:
                                                             "--no-cache"):  # fmt: skip
         parser.error(f"unrecognized argument {argv[0]} before the command")  # not "COMMAND missing"
     args = parser.parse_args(argv)
-    if args.no_cache:  # (in the environment: worker processes read it too)
-        from accel_sim import result_cache
+    if args.no_cache:
+        from accel_sim.cache_command import turn_off
 
-        os.environ[result_cache.ENV] = "off"
-        result_cache.reset()
+        turn_off()
     try:
         code = args.func(args)
         sys.stdout.flush()

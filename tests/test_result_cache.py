@@ -72,6 +72,37 @@ def test_another_code_version_reaches_none_of_the_entries(cache_dir, monkeypatch
     assert result_cache.get("mapper", key) is None
 
 
+def test_a_tuning_constant_set_at_run_time_has_entries_of_its_own(cache_dir, monkeypatch):
+    _rows()
+    key = next(iter(mapper._CACHE))
+    assert result_cache.get("mapper", key) is not None
+    monkeypatch.setattr(mapper, "RESCORE", 1)  # as a notebook experiment would
+    assert result_cache.get("mapper", key) is None
+    monkeypatch.undo()
+    assert result_cache.get("mapper", key) == mapper._CACHE[key]
+
+
+def _explode():
+    raise ValueError("a damaged entry")
+
+
+class _Damaged:
+    """Stored like any value; reading it back fails (as a damaged pickle would)."""
+
+    def __reduce__(self):
+        return (_explode, ())
+
+
+def test_a_damaged_entry_is_dropped_and_computed_again(cache_dir):
+    cold = _rows()
+    key = next(iter(des_check._CHOSEN))
+    result_cache.put("des", key, _Damaged())
+    _forget()
+    assert result_cache.get("des", key) is None  # dropped, the cache still on
+    assert _rows() == cold
+    assert result_cache.get("des", key) is not None  # computed and stored again
+
+
 def test_off_creates_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv(result_cache.ENV, "off")
     result_cache.reset()
@@ -81,10 +112,12 @@ def test_off_creates_nothing(tmp_path, monkeypatch):
     assert not list(tmp_path.iterdir())
 
 
-def test_an_unusable_directory_is_one_line_and_the_run_goes_on(tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("where", ["file", "~nosuchuser-accel-sim/cache"])
+def test_an_unusable_directory_is_one_line_and_the_run_goes_on(where, tmp_path, monkeypatch,
+                                                               capsys):  # fmt: skip
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
-    monkeypatch.setenv(result_cache.ENV, str(blocker / "cache"))
+    monkeypatch.setenv(result_cache.ENV, str(blocker / "cache") if where == "file" else where)
     result_cache.reset()
     _forget()
     try:
