@@ -8,7 +8,10 @@ hash and the op without its name: shape, precision, operand widths, metadata str
 * ``mapper``: the mapper's chosen mapping and its runner-up (``engine/mapper.py``);
 * ``des``: the mapping the DES checked (``engine/des_check.py``) and its DES timing (cycles,
   compute cycles, stalls by cause, steps simulated and collapsed);
-* ``partition``: a whole chip's split of a matmul across its cores (``engine/chip_choice.py``).
+* ``partition``: a whole chip's split of a matmul across its cores (``engine/chip_choice.py``);
+* ``schedule``: a plan's operations scheduled on concurrent units (``engine/schedule.py``), under
+  its own memo's key (every job's kind, unit, cycles and DRAM bytes, the graph, the row blocks
+  and the DRAM rates).
 
 Every key also holds what else decides those choices:
 
@@ -23,8 +26,8 @@ Every key also holds what else decides those choices:
 
 A hit gives exactly what the search or the simulation would give, so results never depend on
 the cache (``tests/test_result_cache.py`` runs the same matmuls cold and warm). What a hit does
-not skip: building the step program for the counts and energy, the plan's schedule of its
-operations.
+not skip: building the step program for the counts and energy, the closed forms of the
+vector, comparator and transfer operations.
 
 Where: ``ACCEL_SIM_CACHE`` names the directory (default: the user cache directory,
 ``~/.cache/accel-sim/results`` on Linux); ``ACCEL_SIM_CACHE=off`` (or ``accel-sim --no-cache``)

@@ -9,7 +9,7 @@ import pytest
 
 from accel_sim import result_cache
 from accel_sim.api import simulate
-from accel_sim.engine import chip_choice, des_check, mapper, run
+from accel_sim.engine import chip_choice, des_check, mapper, run, schedule
 from accel_sim.tables import osc_table2
 
 CASES = [  # (arch, gemm, dataflow, engine): one core and a whole chip, the DES and the model
@@ -28,6 +28,7 @@ def _forget() -> None:
     mapper._SHORTLISTS.clear()
     des_check.clear()
     chip_choice._PARTITIONS.clear()
+    schedule._SCHEDULES.clear()
 
 
 @pytest.fixture
@@ -53,6 +54,7 @@ def test_warm_runs_equal_cold_ones_without_searching_or_simulating(cache_dir, mo
     monkeypatch.setattr(des_check, "simulate_program",
                         lambda *a, **k: pytest.fail("DES ran again"))  # fmt: skip
     monkeypatch.setattr(chip_choice, "_modelled", lambda *a: pytest.fail("partitioned again"))
+    monkeypatch.setattr(schedule, "_simulate_schedule", lambda *a: pytest.fail("scheduled again"))
     assert _rows() == cold
 
 
@@ -137,7 +139,7 @@ def test_forked_workers_share_it(cache_dir):
     warm = osc_table2.sweep(workers=1, **kw)
     pd.testing.assert_frame_equal(cold, warm)
     kinds = {str(k).split(":")[0] for k in result_cache._store().iterkeys()}
-    assert kinds == {"des", "mapper"}
+    assert kinds == {"des", "mapper", "schedule"}
 
 
 def test_cli_info_clear_and_no_cache(cache_dir, run_cli, monkeypatch):
@@ -150,9 +152,9 @@ def test_cli_info_clear_and_no_cache(cache_dir, run_cli, monkeypatch):
     code, out, _ = run_cli(["run", "--gemm", "64x256x256", "--dataflow", "w8a8"])
     assert code == 0
     code, out, _ = run_cli(["cache"])
-    assert code == 0 and str(cache_dir) in out and "1 des, 1 mapper" in out
+    assert code == 0 and str(cache_dir) in out and "1 des, 1 mapper, 1 schedule" in out
     code, out, _ = run_cli(["cache", "clear"])
-    assert code == 0 and "removed 2 entries" in out
+    assert code == 0 and "removed 3 entries" in out
     code, out, _ = run_cli(["cache"])
     assert "empty" in out
 

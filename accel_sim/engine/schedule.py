@@ -30,6 +30,8 @@ from dataclasses import dataclass, field, replace
 
 import simpy
 
+from accel_sim import result_cache
+
 #: Most row blocks a job is cut into (the schedule's cost grows with it).
 MAX_BLOCKS = 64
 #: Row blocks a streamed edge holds between producer and consumer (double buffering).
@@ -232,14 +234,18 @@ def simulate_schedule(jobs: tuple[Job, ...], deps, blocks: int,
     first) in ``blocks`` row blocks on their units, DRAM ports at ``rates`` bytes/cycle.
 
     Memoised on everything but the jobs' names (a trace's layers of one shape schedule alike:
-    the bare ``accel-sim run`` asks 1,907 schedules of 312 distinct ones); the schedule handed
-    out carries the caller's jobs and shares its segments, which nothing changes afterwards."""
+    the bare ``accel-sim run`` asks 1,907 schedules of 312 distinct ones), in this process and
+    on disk (``result_cache.py``); the schedule handed out carries the caller's jobs and shares
+    its segments, which nothing changes afterwards."""
     graph = tuple(tuple((int(p), bool(streamed)) for p, streamed in d) for d in deps)
     key = (tuple((j.kind, j.unit, j.cycles, tuple(j.dram)) for j in jobs), graph, blocks,
            tuple(rates))  # fmt: skip
     hit = _SCHEDULES.get(key)
     if hit is None:
-        hit = _simulate_schedule(tuple(jobs), deps, blocks, rates)
+        hit = result_cache.get("schedule", key)  # one an earlier run made (result_cache.py)
+        if hit is None:
+            hit = _simulate_schedule(tuple(jobs), deps, blocks, rates)
+            result_cache.put("schedule", key, hit)
         if len(_SCHEDULES) >= _SCHEDULES_LIMIT:
             _SCHEDULES.clear()
         _SCHEDULES[key] = hit
