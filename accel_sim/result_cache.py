@@ -210,6 +210,32 @@ def _is_database_error(err: Exception) -> bool:
     return isinstance(err, sqlite3.Error | OSError)
 
 
+def recall(kind: str, key: tuple, memory: dict, limit: int) -> Any | None:
+    """An in-process memo backed by the disk: ``memory``'s value for ``key``, else the one
+    stored for ``(kind, key)`` (then kept in ``memory`` too, :func:`remember`), else None."""
+    hit = memory.get(key)
+    if hit is None:
+        hit = get(kind, key)
+        if hit is not None:
+            remember(memory, key, hit, limit)
+    return hit
+
+
+def store(kind: str, key: tuple, value: Any, memory: dict, limit: int) -> Any:
+    """Keep a value just computed in ``memory`` and on disk (the other half of :func:`recall`);
+    returns it."""
+    put(kind, key, value)
+    return remember(memory, key, value, limit)
+
+
+def remember(memory: dict, key: tuple, value: Any, limit: int) -> Any:
+    """``memory[key] = value``, emptying ``memory`` first once it holds ``limit`` entries."""
+    if len(memory) >= limit:
+        memory.clear()
+    memory[key] = value
+    return value
+
+
 def reset() -> None:
     """Forget the open store and the settings read (after changing ``ACCEL_SIM_CACHE``)."""
     store = _state.pop("store", None)

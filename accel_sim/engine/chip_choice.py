@@ -144,6 +144,7 @@ def _fill(memory: MemorySystem, op: MatmulOp, tile: StepTile, p: Partition, inne
 
 
 _PARTITIONS: dict[tuple, Partition] = {}
+_LIMIT = 20000
 #: Bounds this close (relative) count as a tie.
 TIE = 0.005
 #: How many grids (the bound's choice and the best-bounded others whose bound is below the
@@ -193,12 +194,9 @@ def partition(arch: Arch, op: MatmulOp) -> Partition:
     then ranked by the closed-form model (:func:`_modelled`; ties keep the bound's order), and
     those the model puts within :data:`HEDGE` of its best by the DES (:func:`_simulated`)."""
     key = (arch.fingerprint, replace(op, name=""))
-    hit = _PARTITIONS.get(key)
+    hit = result_cache.recall("partition", key, _PARTITIONS, _LIMIT)  # (also an earlier run's)
     if hit is not None:
         return hit
-    hit = result_cache.get("partition", key)  # a choice an earlier run made (result_cache.py)
-    if hit is not None:
-        return _remember(key, hit)
     rate = arch.compute.rate(op.precision, arch.origin, op.name)
     eff = matmul_efficiency(arch, op.precision)
     offered = arch.compute.step_tiles(op.M, op.K, op.N, rate)
@@ -248,12 +246,4 @@ def partition(arch: Arch, op: MatmulOp) -> Partition:
     close = sorted(e for e in scored if e[0] <= best * (1 + HEDGE))[:HEDGE_GRIDS]
     if len(close) > 1 and best > best_compute * (1 + HEDGE):
         hit = min(close, key=lambda e: (_simulated(arch, op, e[2]), e[0], e[1]))[2]
-    result_cache.put("partition", key, hit)
-    return _remember(key, hit)
-
-
-def _remember(key: tuple, hit: Partition) -> Partition:
-    if len(_PARTITIONS) >= 20000:
-        _PARTITIONS.clear()
-    _PARTITIONS[key] = hit
-    return hit
+    return result_cache.store("partition", key, hit, _PARTITIONS, _LIMIT)

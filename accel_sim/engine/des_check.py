@@ -80,9 +80,7 @@ def _key(arch: Arch, op: MatmulOp) -> tuple:
 
 
 def _keep(key: tuple, timing: MatmulTiming) -> None:
-    if len(_TIMINGS) >= _TIMINGS_LIMIT:
-        _TIMINGS.clear()
-    _TIMINGS[key] = timing
+    result_cache.remember(_TIMINGS, key, timing, _TIMINGS_LIMIT)
 
 
 def _extra_dram_cycles(other: Program, program: Program) -> float:
@@ -114,9 +112,7 @@ def _choose(arch: Arch, op: MatmulOp, key: tuple) -> Program:
 
 
 def _remember(key: tuple, mapping: Mapping, timing: MatmulTiming) -> None:
-    if len(_CHOSEN) >= _LIMIT:
-        _CHOSEN.clear()
-    _CHOSEN[key] = mapping
+    result_cache.remember(_CHOSEN, key, mapping, _LIMIT)
     _keep(key, timing)
 
 

@@ -358,19 +358,11 @@ def runner_up(arch: Arch, op: MatmulOp) -> Mapping | None:
 
 def _mapped(arch: Arch, op: MatmulOp, key: tuple | None = None) -> tuple[Mapping, Mapping | None]:
     key = key or (arch.fingerprint, replace(op, name=""))
-    hit = _CACHE.get(key)
+    hit = result_cache.recall("mapper", key, _CACHE, _CACHE_LIMIT)  # (also an earlier run's)
     if hit is None:
-        hit = result_cache.get("mapper", key)  # a search an earlier run made (result_cache.py)
-        if hit is None:
-            mapping, program, second = _best(arch, op)
-            hit = (mapping, second)
-            result_cache.put("mapper", key, hit)
-            if len(_PROGRAMS) >= _PROGRAMS_LIMIT:
-                _PROGRAMS.clear()
-            _PROGRAMS[key] = program
-        if len(_CACHE) >= _CACHE_LIMIT:
-            _CACHE.clear()
-        _CACHE[key] = hit
+        mapping, program, second = _best(arch, op)
+        hit = result_cache.store("mapper", key, (mapping, second), _CACHE, _CACHE_LIMIT)
+        result_cache.remember(_PROGRAMS, key, program, _PROGRAMS_LIMIT)
     return hit
 
 

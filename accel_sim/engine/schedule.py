@@ -240,15 +240,10 @@ def simulate_schedule(jobs: tuple[Job, ...], deps, blocks: int,
     graph = tuple(tuple((int(p), bool(streamed)) for p, streamed in d) for d in deps)
     key = (tuple((j.kind, j.unit, j.cycles, tuple(j.dram)) for j in jobs), graph, blocks,
            tuple(rates))  # fmt: skip
-    hit = _SCHEDULES.get(key)
+    hit = result_cache.recall("schedule", key, _SCHEDULES, _SCHEDULES_LIMIT)
     if hit is None:
-        hit = result_cache.get("schedule", key)  # one an earlier run made (result_cache.py)
-        if hit is None:
-            hit = _simulate_schedule(tuple(jobs), deps, blocks, rates)
-            result_cache.put("schedule", key, hit)
-        if len(_SCHEDULES) >= _SCHEDULES_LIMIT:
-            _SCHEDULES.clear()
-        _SCHEDULES[key] = hit
+        hit = _simulate_schedule(tuple(jobs), deps, blocks, rates)
+        result_cache.store("schedule", key, hit, _SCHEDULES, _SCHEDULES_LIMIT)
     return hit if hit.jobs == tuple(jobs) else replace(hit, jobs=tuple(jobs))
 
 
