@@ -21,7 +21,9 @@ The answer is the larger of that and a few chains of work that must run in seque
 port then the last step's way in and out; every epilogue; every store after the first output
 tile; the accumulator slots, taken and freed in tile order, so tiles ``t, t + b, …`` hold one
 slot in turn; and likewise each input window's slots (its tiles' way in and the source's
-latency, windows ``w, w + b, …`` on one slot). ``docs/engine.md``
+latency, windows ``w, w + b, …`` on one slot); and, as an estimate, the first pass of the
+outermost loop when it loads a panel the later passes keep (``twin_first_pass.py``:
+its loads and most of its stores on a port, then every later step on the unit). ``docs/engine.md``
 lists the regimes where the model and the DES still differ and why.
 """
 
@@ -31,7 +33,13 @@ import math
 from collections import defaultdict
 
 from accel_sim.engine.program import Program
-from accel_sim.engine.twin_chains import _bounds, _heads, _store_bound, load_bound
+from accel_sim.engine.twin_chains import (
+    _bounds,
+    _heads,
+    _store_bound,
+    load_bound,
+)
+from accel_sim.engine.twin_first_pass import first_pass_bound
 from accel_sim.engine.twin_groups import _prefetch_idle, _slot_chains, _turnover
 from accel_sim.engine.twin_prefetch import prefetch_saving
 from accel_sim.engine.twin_steps import (  # noqa: F401 - step_busy, output_tiles: public here too
@@ -342,7 +350,7 @@ def _twin_cycles(program: Program) -> int:
     estimate = max(estimate, _store_bound(program, fill, ports), slots)
     # (the enumerated chains exceed their mean a little: only hops whose mean is close count)
     estimate = max(estimate, window_chains(program, CHAINS_WHEN * estimate, estimate, drain))
-    return _bounds(program, fill, estimate)
+    return max(_bounds(program, fill, estimate), first_pass_bound(program))
 
 
 def twin_floor(program: Program) -> float:

@@ -2,7 +2,8 @@
 whatever the overlap — every load on a port then the last step's way in and out (or the
 last output tile's last steps', :func:`_suffix_extra`), every epilogue,
 every store after the first output tile, and the accumulator slots taken and freed in tile order
-(tiles ``t, t + b, …`` hold one slot in turn). Cycles throughout.
+(tiles ``t, t + b, …`` hold one slot in turn); the first pass of the outermost loop is
+``twin_first_pass.py``'s. Cycles throughout.
 """
 
 from __future__ import annotations
@@ -199,22 +200,31 @@ def _lead(program: Program, operand: str, k: int) -> int:
 def _late_stores(program: Program, port, lead: int, way: int, other: int) -> float:
     """Cycles on ``port`` of the stores of the output tiles (but the last; ``other``: all of
     theirs) that reach the port after its last load was requested, so that they overlap that
-    load's way in instead of delaying it: the last load is requested at most ``lead`` steps
-    before the last compute (its mover runs ahead by the slots on its way in), and a tile whose
-    closing step is followed by loads on the port shorter than ``way`` (the last load's way in,
-    the last compute and the way out to the port; at the port's average load per step) reaches
-    it after those loads have started."""
-    n, spt, inside = program.n_steps, _tile_steps(program), _inside_k(program)
-    per_step = _port_totals(program)[0][port] / n
+    load's way in instead of delaying it (:func:`late_tiles`, at the port's average load per
+    step)."""
+    per_step = _port_totals(program)[0][port] / program.n_steps
+    tiles = sum(
+        k for c, k in program.multiplicity.items() if program.class_of(c).closes_accumulator
+    )
+    late = late_tiles(program, lead, way, per_step, tiles)
+    return other * late / (tiles - 1) if late > 0 else 0
+
+
+def late_tiles(program: Program, lead: int, way: int, per_step: float, tiles: int) -> int:
+    """Of ``tiles`` output tiles, how many but the last reach a port after its last load was
+    requested: that load is requested at most ``lead`` steps before the last compute (its mover
+    runs ahead by the slots on its way in), and a tile whose closing step is followed by loads
+    on the port shorter than ``way`` (the last load's way in, the last compute and the way out
+    to the port; ``per_step`` cycles of the port a step) reaches it after those loads have
+    started."""
     steps = min(lead, math.ceil(way / per_step) - 1) if per_step else lead
     if steps <= 0:
         return 0
     # of the other output tiles, those closing ``steps`` or fewer steps before the last
-    tiles = sum(
-        k for c, k in program.multiplicity.items() if program.class_of(c).closes_accumulator
-    )
-    late = min(tiles - 1, inside - 1, steps) if inside > 1 else min(tiles - 1, steps // spt)
-    return other * late / (tiles - 1) if late > 0 else 0
+    inside = _inside_k(program)
+    if inside > 1:
+        return min(tiles - 1, inside - 1, steps)
+    return min(tiles - 1, steps // _tile_steps(program))
 
 
 def _queued(program: Program, code: int) -> int:
