@@ -343,7 +343,7 @@ def test_a_first_pass_that_loads_a_kept_panel_then_the_rest_on_the_unit():
     last 12 steps follow the first pass's last B tile (DRAM, 600 cycles of latency, SMEM, L0B).
     The whole-run chains average the two passes; the model said 5,198 against the DES's 5,875
     (-11.5 %)."""
-    from accel_sim.engine.twin_first_pass import first_pass_bound
+    from accel_sim.engine.twin_first_pass import first_pass_estimate
 
     loops = (("b", 1), ("m", 2), ("n", 11), ("m", 1), ("n", 1), ("k", 1))
     keep = ((("A", 1), 6, 2), (("A", 2), 6, 2), (("A", 3), 6, 2), (("B", 1), 2, 2),
@@ -356,6 +356,6 @@ def test_a_first_pass_that_loads_a_kept_panel_then_the_rest_on_the_unit():
     des = simulate_program(build()).cycles
     assert des == 5875
     # the pass's loads and most of its stores, the way in, 12 steps on the unit, the way out
-    assert first_pass_bound(program) > 5875 - 3 * 136
+    assert first_pass_estimate(program) > 5875 - 3 * 136
     assert abs(twin_cycles(program) - des) <= 0.05 * des
     assert simulate_program(mapped_program(view, part)).cycles < 5300

@@ -39,7 +39,7 @@ from accel_sim.engine.twin_chains import (
     _store_bound,
     load_bound,
 )
-from accel_sim.engine.twin_first_pass import first_pass_bound
+from accel_sim.engine.twin_first_pass import first_pass_estimate
 from accel_sim.engine.twin_groups import _prefetch_idle, _slot_chains, _turnover
 from accel_sim.engine.twin_prefetch import prefetch_saving
 from accel_sim.engine.twin_steps import (  # noqa: F401 - step_busy, output_tiles: public here too
@@ -350,7 +350,7 @@ def _twin_cycles(program: Program) -> int:
     estimate = max(estimate, _store_bound(program, fill, ports), slots)
     # (the enumerated chains exceed their mean a little: only hops whose mean is close count)
     estimate = max(estimate, window_chains(program, CHAINS_WHEN * estimate, estimate, drain))
-    return max(_bounds(program, fill, estimate), first_pass_bound(program))
+    return max(_bounds(program, fill, estimate), first_pass_estimate(program))
 
 
 def twin_floor(program: Program) -> float:

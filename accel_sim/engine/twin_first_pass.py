@@ -21,7 +21,7 @@ from accel_sim.engine.twin_chains import (
 from accel_sim.engine.twin_steps import _epilogue, _store_ports, _way_out
 
 
-def first_pass_bound(program: Program) -> float:
+def first_pass_estimate(program: Program) -> float:
     """The longest of :func:`_first_pass_chains` (-inf without a first pass): an estimate term,
     not a bound — the stores it puts ahead of the pass's last load are an estimate."""
     n = program.n_steps
