@@ -33,12 +33,7 @@ import math
 from collections import defaultdict
 
 from accel_sim.engine.program import Program
-from accel_sim.engine.twin_chains import (
-    _bounds,
-    _heads,
-    _store_bound,
-    load_bound,
-)
+from accel_sim.engine.twin_chains import _bounds, _heads, _store_bound, load_bound
 from accel_sim.engine.twin_first_pass import first_pass_estimate
 from accel_sim.engine.twin_groups import _prefetch_idle, _slot_chains, _turnover
 from accel_sim.engine.twin_prefetch import prefetch_saving

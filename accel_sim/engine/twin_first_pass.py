@@ -61,14 +61,15 @@ def _first_pass_chains(program: Program, heads: dict, out_last: int) -> dict:
                 first_stores[port] += n * cycles
     if not rest:
         return {}
-    last = program.step_at(math.prod(count[r + 1 :]) - 1)
+    pass_steps = math.prod(count[r + 1 :])
+    last = program.step_at(pass_steps - 1)
     tails, leads = _port_tails(program, last)
     out = {}
     for port, tail in tails.items():
         stores = first_stores.get(port, 0)
         if stores:  # (the pass's last tile closes after its last load, at the earliest)
             lead = min(_lead(program, *hop) for hop in leads[port])
-            per_step = (first_loads[port] + stores) / math.prod(count[r + 1 :])
+            per_step = (first_loads[port] + stores) / pass_steps
             late = 1 + late_tiles(program, lead, tail + last.compute_cycles, per_step, tiles)
             stores = stores * (tiles - late) / tiles
         out[port] = (heads.get(port, 0) + first_loads[port] + stores + tail + last.compute_cycles
