@@ -267,7 +267,10 @@ def _loaded(arch, gemms, dataflows, where: str) -> tuple[Arch, list[Gemm], list[
     """The architecture loaded and the GEMMs parsed; at least one GEMM and one dataflow."""
     arch = load_arch(arch)
     gemms = [_as_gemm(g) for g in gemms]
-    flows = list(dataflows)
+    flows: list = []
+    for flow in dataflows:  # a dataflow named twice runs once (its rows would count twice)
+        if flow not in flows:
+            flows.append(flow)
     if not gemms or not flows:
         raise UserInputError(where, "needs at least one GEMM and one dataflow")
     return arch, gemms, flows
@@ -343,11 +346,12 @@ def simulate_many(
     jobs: int = 1,
 ) -> pd.DataFrame:
     """One row per (GEMM, dataflow), GEMM-major in the order given (a GEMM listed twice gives
-    its rows twice); ``knobs`` maps dataflow name → its knobs; ``stats_for(gemm)`` returns the
-    statistics of a GEMM (or None). A single GEMM or dataflow name is taken as a list of one.
-    Every GEMM, dataflow and knob is checked before the first simulation; ``overlap`` as in
-    :func:`simulate`. ``jobs`` > 1 simulates on that many forked processes, the rows of one
-    GEMM in one of them (``workers.map_groups``); the table is the same."""
+    its rows twice, a dataflow listed twice runs once); ``knobs`` maps dataflow name → its
+    knobs; ``stats_for(gemm)`` returns the statistics of a GEMM (or None). A single GEMM or
+    dataflow name is taken as a list of one. Every GEMM, dataflow and knob is checked before the
+    first simulation; ``overlap`` as in :func:`simulate`. ``jobs`` > 1 simulates on that many
+    forked processes, the rows of one GEMM in one of them (``workers.map_groups``); the table
+    is the same."""
     where = "simulate_many()"
     _check_overlap(overlap, where)
     gemms, dataflows = _as_lists(gemms, dataflows, knobs, where, tuple_is_gemm=False)

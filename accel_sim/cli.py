@@ -18,7 +18,8 @@ from accel_sim.workers import MAX_JOBS, default_workers, parse_jobs
 
 DESCRIPTION = """\
 Cycle-level simulator of accelerators (systolic arrays, cube units, memory hierarchy) running
-GEMMs from quantized LLMs under the FP16, W8A8, OSC, MUXQ, OPS, LLM.int8() and W4A4 dataflows.
+GEMMs from quantized LLMs under the FP16, INT16, W8A8 (dynamic and static), OSC, MUXQ, OPS,
+LLM.int8(), W4A4-static, OliVe and ANT dataflows (`accel-sim dataflows` lists them).
 Prints cycles, time, energy and numerical error. Start with `accel-sim run` (the shipped
 Ascend-like cube on a real SmolLM2-135M trace, every dataflow); `accel-sim COMMAND --help` for
 each command."""
@@ -29,6 +30,10 @@ DEFAULT_TRACE = "smollm2-135m"
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, exit 2 (argparse prints usage + message)
+        if "expected one argument" in message:  # e.g. --gemm -5x5x5: taken for an option
+            message += " (a value starting with '-' is written --flag=VALUE)"
+        elif "unrecognized arguments" in message and "--no-cache" in message.split():
+            message += " (--no-cache goes before the command: accel-sim --no-cache run ...)"
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
@@ -51,6 +56,7 @@ def _cmd_run(args) -> int:
             raise UserInputError("--timeline", "records the discrete-event simulation; it "
                                  "cannot be combined with --engine twin")  # fmt: skip
     arch = load_arch(args.arch)
+    args.notes_after = _unused_energy(arch)  # printed once the run succeeded (main)
     gemms = [parse_gemm(g) for g in args.gemm or []]
     if args.gemms:
         gemms += read_gemm_csv(args.gemms)
@@ -67,7 +73,8 @@ def _cmd_run(args) -> int:
     if args.trace or not gemms:
         trace = load_trace(args.trace or DEFAULT_TRACE)
         gemms += list(trace.gemms)
-    flows = args.dataflow or (["all"] if trace else ["w8a8"])
+    # (a dataflow named twice runs once: its rows would count twice in the totals)
+    flows = list(dict.fromkeys(args.dataflow or (["all"] if trace else ["w8a8"])))
     run_flows = set(dataflows()) if "all" in flows else set(flows)
     unused = sorted(set(knobs) - run_flows)
     if unused:
@@ -130,11 +137,7 @@ def _cmd_run(args) -> int:
         print(f"accel-sim · {arch.name}{source} · {len(gemms)} GEMM(s) × {len(flows)} "
               "dataflow(s) · totals per dataflow\n")  # fmt: skip
         print(summary_report(df, arch.clock_hz))
-        print(f"\ntime = cycles / {arch.clock_hz / 1e9:g} GHz; vs w8a8 = W8A8 cycles ÷ cycles"
-              + ("; rel. error = ‖Y − Y_fp32‖/‖Y_fp32‖ on the trace's held-out tokens, "
-                 "MAC-weighted mean (- = the trace stores none for that dataflow: OliVe and "
-                 "ANT are measured on its sample tensors only, accel-sim table ops-fig3)"
-                 if trace else ""))  # fmt: skip
+        print("\n" + _legend(arch, flows, trace is not None))
         if args.per_gemm:
             print("\nper GEMM\n" + table_report(df))
         elif args.out is None:
@@ -193,6 +196,33 @@ def _cmd_trace(args) -> int:
     return 0
 
 
+def _legend(arch, flows: list[str], traced: bool) -> str:
+    """The totals' footnote: what each column shown means (only those shown)."""
+    parts = [f"time = cycles / {arch.clock_hz / 1e9:g} GHz"]
+    if "w8a8" in flows:
+        parts.append("vs w8a8 = W8A8 cycles ÷ cycles")
+    if traced:
+        missing = [f for f in ("olive", "ant") if f in flows]
+        parts.append("rel. error = ‖Y − Y_fp32‖/‖Y_fp32‖ on the trace's held-out tokens, "
+                     "MAC-weighted mean" + (
+                         f" (- = the trace stores none for that dataflow: "
+                         f"{' and '.join(_NAMES.get(f, f) for f in missing)} "
+                         f"{'is' if len(missing) == 1 else 'are'} measured on its sample "
+                         "tensors only, accel-sim table ops-fig3)" if missing else ""))  # fmt: skip
+    return "; ".join(parts)
+
+
+_NAMES = {"olive": "OliVe", "ant": "ANT"}
+
+
+def _unused_energy(arch) -> list[str]:
+    """A note (for stderr; not an error) on energy entries that nothing in ``arch`` uses."""
+    if not arch.unused_energy_entries:
+        return []
+    return [f"note: {arch.origin}: energy entries nothing uses: "
+            f"{', '.join(arch.unused_energy_entries)}"]  # fmt: skip
+
+
 def _cmd_arch(args) -> int:
     from accel_sim.arch.load import list_archs, load_arch
 
@@ -202,9 +232,8 @@ def _cmd_arch(args) -> int:
     elif args.arch_cmd == "show":
         arch = load_arch(args.name)
         print(json.dumps(arch.model_dump(), indent=2))
-        if arch.unused_energy_entries:  # reported, not an error (stdout stays pure JSON)
-            print(f"note: energy entries nothing uses: {', '.join(arch.unused_energy_entries)}",
-                  file=sys.stderr)  # fmt: skip
+        for note in _unused_energy(arch):  # (on stderr: stdout stays pure JSON)
+            print(note, file=sys.stderr)
     elif args.arch_cmd == "from-scalesim":
         from accel_sim.arch.scalesim_import import write_arch_from_scalesim
 
@@ -347,6 +376,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code = args.func(args)
         sys.stdout.flush()
+        for note in getattr(args, "notes_after", ()):  # (an error's stderr stays one line)
+            print(note, file=sys.stderr)
         return code
     except UserInputError as err:
         print(f"accel-sim: error: {err}", file=sys.stderr)

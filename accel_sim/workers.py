@@ -3,9 +3,9 @@ groups of independent calls (e.g. simulations of GEMM rows) spread over it.
 
 Every job that can spread its work over processes (``accel-sim run``, ``model``, ``table``,
 ``sweep``) asks :func:`default_workers` unless ``--jobs N`` says otherwise: the
-``ACCEL_SIM_WORKERS`` environment variable if it is a positive integer, else the CPUs this
-process may run on (its affinity, not the machine's count: a container limited to 2 of 64 cores
-gets 2), at most :data:`MAX_DEFAULT`.
+``ACCEL_SIM_WORKERS`` environment variable if set (1 … 64; anything else is an error), else
+the CPUs this process may run on (its affinity, not the machine's count: a container limited
+to 2 of 64 cores gets 2), at most :data:`MAX_DEFAULT`.
 Results never depend on the number: each task is simulated in its own process, and the
 engine's caches change a result's cost, never the result.
 """
@@ -35,11 +35,16 @@ def usable_cpus() -> int:
 
 
 def default_workers() -> int:
-    """``ACCEL_SIM_WORKERS`` if set to a positive integer, else min(usable CPUs, 8)."""
+    """``ACCEL_SIM_WORKERS`` if set (an integer 1 … :data:`MAX_JOBS`; anything else is a
+    :class:`UserInputError` naming it, as a bad ``--jobs`` is), else min(usable CPUs, 8)."""
     env = os.environ.get("ACCEL_SIM_WORKERS", "").strip()
-    if env.isdigit() and int(env) > 0:
-        return int(env)
-    return min(usable_cpus(), MAX_DEFAULT)
+    if not env:
+        return min(usable_cpus(), MAX_DEFAULT)
+    if not (env.isascii() and env.isdigit() and 1 <= int(env) <= MAX_JOBS):
+        raise UserInputError("ACCEL_SIM_WORKERS", f"must be a whole number of worker processes "
+                             f"from 1 to {MAX_JOBS} (or unset: one per usable CPU, at most "
+                             f"{MAX_DEFAULT}), got {env[:40]!r}")  # fmt: skip
+    return int(env)
 
 
 def can_fork() -> bool:

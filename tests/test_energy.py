@@ -209,13 +209,22 @@ def test_unused_entries_are_reported_not_rejected(tmp_path, run_cli):
     entry = dict(data["energy"]["compute"]["mac_int8"])
     data["energy"]["compute"]["mac_fp8"] = entry
     data["energy"]["early_bird"] = {"compare": dict(data["energy"]["vector"]["op"])}
-    data["energy"]["NPU_cache"] = {"read": dict(data["energy"]["DRAM"]["read"])}
     arch = arch_from_dict(data, "extra.yaml")
-    expected = ["energy.compute.mac_fp8", "energy.early_bird.compare", "energy.NPU_cache.read"]
+    expected = ["energy.compute.mac_fp8", "energy.early_bird.compare"]
     assert arch.unused_energy_entries == expected
     code, out, err = run_cli(["arch", "show", _dump(tmp_path, data)])
     assert code == 0 and '"node_nm": 7' in out
     assert "energy entries nothing uses" in err and "energy.compute.mac_fp8" in err
+
+
+def test_entries_of_a_component_the_architecture_lacks_are_rejected(tmp_path, run_cli):
+    """Not merely unused: a component name that is neither a memory level nor a unit is a
+    typo or a stale file (an unknown key)."""
+    data = _data("edge_npu_int8")
+    data["energy"]["NPU_cache"] = {"read": dict(data["energy"]["DRAM"]["read"])}
+    code, _, err = run_cli(["arch", "show", _dump(tmp_path, data)])
+    assert code == 2 and "energy.NPU_cache: no such component" in err
+    assert "DRAM" in err  # the components it could have meant
 
 
 def test_rate_zero_makes_the_mac_unused():

@@ -276,7 +276,7 @@ BAD = [
     ({"dataflows": ["w8a8", "w9a9"]}, "dataflows.1: unknown dataflow 'w9a9'"),
     ({"knobs": {"fp16": {"x": [1]}}}, "knobs: knobs for a dataflow not in"),
     ({"knobs": {"osc": {"H": [1]}}}, "knobs.osc: H: unknown knob"),
-    ({"knobs": {"osc": {"base": ["mxfp3"]}}}, "osc[base=mxfp3] on 16x512x512: knobs: base: base"),
+    ({"knobs": {"osc": {"base": ["mxfp3"]}}}, "osc[base=mxfp3] on 16x512x512: knobs: osc.base: base"),
     ({"workloads": [{"gemm": "16x512"}]}, "workloads.0: expected MxKxN"),
     ({"workloads": [{"gemm": "16x8x8", "trace": "x"}]}, "workloads.0: give exactly one of"),
     ({"workloads": [{"gemm": "16x8x8", "phase": "decode"}]}, "only apply to a model workload"),
@@ -307,7 +307,7 @@ def test_unreadable_or_malformed_spec(tmp_path):
     with pytest.raises(UserInputError, match="malformed YAML"):
         load_spec(bad)
     bad.write_text("- just a list\n")
-    with pytest.raises(UserInputError, match="bad.yaml: Input should be a valid dictionary"):
+    with pytest.raises(UserInputError, match="bad.yaml: a sweep file is a mapping .*, got list"):
         load_spec(bad)
     out = tmp_path / "file"
     out.write_text("")

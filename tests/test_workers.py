@@ -10,14 +10,22 @@ import sys
 import pytest
 
 from accel_sim import workers
+from accel_sim.errors import UserInputError
 
 
-@pytest.mark.parametrize("value, expected", [("3", 3), (" 5 ", 5), ("0", None), ("-2", None),
-                                             ("two", None), ("", None)])  # fmt: skip
+@pytest.mark.parametrize("value, expected", [("3", 3), (" 5 ", 5), ("64", 64), ("", None)])
 def test_the_environment_sets_the_default(monkeypatch, value, expected):
     monkeypatch.setenv("ACCEL_SIM_WORKERS", value)
     fallback = min(workers.usable_cpus(), workers.MAX_DEFAULT)
     assert workers.default_workers() == (expected if expected is not None else fallback)
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "two", "1.5", "65", "\uff13"])
+def test_a_bad_environment_value_is_an_error_naming_it(monkeypatch, value):
+    """As a bad ``--jobs`` is: not silently the CPU count (``\uff13`` is a full-width 3)."""
+    monkeypatch.setenv("ACCEL_SIM_WORKERS", value)
+    with pytest.raises(UserInputError, match="ACCEL_SIM_WORKERS: must be a whole number"):
+        workers.default_workers()
 
 
 def test_without_the_variable_the_usable_cpus_capped(monkeypatch):

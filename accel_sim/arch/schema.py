@@ -375,6 +375,11 @@ class Arch(Strict):
         for level in self.memory:
             if level.name in ENERGY_COMPONENTS:
                 _energy_error(("memory",), f"level name {level.name!r} is an energy component")
+        known = {*ENERGY_COMPONENTS, *(level.name for level in self.memory)}
+        for component in self.energy:  # a typo ("HMB") is an unknown key, not an unused entry
+            if component not in known:
+                _energy_error(("energy", component), "no such component in this architecture; "
+                              f"the components are {', '.join(sorted(known))}")  # fmt: skip
         dram = self.memory[0].name
         stated = {key: need for key, need in self.energy_on_demand().items()
                   if key[1] in self.energy.get(key[0], {})}  # fmt: skip

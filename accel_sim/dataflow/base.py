@@ -91,8 +91,28 @@ def register(name: str, knobs: dict[str, Any] | None = None, description: str = 
 
     def wrap(build: Builder) -> Builder:
         key = error_key or (lambda knobs, gemm: name)
-        flow = Dataflow(name, build, dict(knobs or {}), description, needs_stats, key)
+        flow = Dataflow(name, _NamingKnobs(name, build), dict(knobs or {}), description,
+                        needs_stats, key)  # fmt: skip
         build.dataflows = (flow, *getattr(build, "dataflows", ()))
         return build
 
     return wrap
+
+
+
+@dataclass(frozen=True)
+class _NamingKnobs:
+    """A builder whose knob errors are keyed by the dataflow as a user writes the knob
+    (``osc.G``, as in ``--knob osc.G=64``), not by the bare knob name (picklable: the
+    builder is a module-level function)."""
+
+    name: str
+    build: Builder
+
+    def __call__(self, gemm, arch, stats, knobs) -> Plan:
+        try:
+            return self.build(gemm, arch, stats, knobs)
+        except UserInputError as err:
+            if err.source != "knobs" or not err.key or err.key.startswith(f"{self.name}."):
+                raise
+            raise UserInputError("knobs", err.message, f"{self.name}.{err.key}") from None

@@ -119,7 +119,8 @@ def skip_fractions(stats, knobs, tile: int) -> tuple[float, float, str]:
     if key not in grid:
         raise UserInputError("knobs", f"the compact trace has early-bird statistics for "
                              f"chunk:tau in {sorted(grid)}; capture a full trace for {key}",
-                             "tau")  # fmt: skip
+                             "chunk" if all(k.split(":")[0] != str(knobs["chunk"]) for k in grid)
+                             else "tau")  # fmt: skip
     entry = grid[key]
     return float(entry["sets"]), float(entry["tiles"][str(tile)]), "trace"
 

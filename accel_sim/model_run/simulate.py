@@ -196,7 +196,10 @@ def simulate_model(
     """
     arch = load_arch(arch)
     spec = model if isinstance(model, ModelSpec) else load_model(model)
-    flows = list(dataflows) if not isinstance(dataflows, str) else [dataflows]
+    flows = []
+    for flow in [dataflows] if isinstance(dataflows, str) else dataflows:
+        if flow not in flows:  # a dataflow named twice runs once (not two rows of it)
+            flows.append(flow)
     expanded = "all" in flows
     if expanded:
         flows = dataflow_names()

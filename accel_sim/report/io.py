@@ -262,7 +262,8 @@ def read_gemm_csv(path: str | Path) -> list[Gemm]:
     """GEMMs from a CSV with columns ``M,K,N`` and optionally ``name`` (one row per GEMM).
 
     M, K and N are strict ASCII decimal integers in ``1..MAX_DIM`` (2**24); a bad cell is one
-    :class:`UserInputError` naming ``file:line:column``. Blank lines are skipped."""
+    :class:`UserInputError` naming ``file:line:column``, a name given twice one naming both
+    lines. Blank lines are skipped."""
     import csv
 
     path = Path(path)
@@ -288,13 +289,18 @@ def read_gemm_csv(path: str | Path) -> list[Gemm]:
     if len(set(header)) != len(header):
         raise UserInputError(str(path), f"a column appears twice in the header {header}")
     where = {c: header.index(c) for c in header}
-    gemms = []
+    gemms, named = [], {}  # name -> the line that gave it
     for line, row in rows[1:]:
         if len(row) != len(header):
             raise UserInputError(f"{path}:{line}", f"{len(row)} fields, but the header has "
                                  f"{len(header)}")  # fmt: skip
         dims = [parse_dim(row[where[d]], d, f"{path}:{line}:{where[d] + 1}") for d in "MKN"]
         name = row[where["name"]].strip() if "name" in where else ""
+        if name in named:  # (the results' rows are told apart by it)
+            raise UserInputError(f"{path}:{line}", f"the name {name!r} is already line "
+                                 f"{named[name]}'s; names must be unique (or empty)")  # fmt: skip
+        if name:
+            named[name] = line
         gemms.append(Gemm(*dims, name=name))
     if not gemms:
         raise UserInputError(str(path), "no GEMM rows")

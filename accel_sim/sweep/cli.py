@@ -27,7 +27,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--scheduler",
         metavar="ADDR",
         help="Dask scheduler address, e.g. tcp://host:8786 (default: a local "
-        "2-process cluster; 'synchronous': in this process, no Dask)",
+        "cluster of one process per usable CPU, at most 8, or ACCEL_SIM_WORKERS; "
+        "'synchronous': in this process, no Dask)",
     )
     parser.add_argument(
         "--no-progress",

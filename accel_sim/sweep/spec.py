@@ -74,6 +74,14 @@ class SweepSpec(pyd.BaseModel):
     baseline: str | None = None
     heatmap: list[str] | None = pyd.Field(None, min_length=2, max_length=2)
 
+    @pyd.field_validator("dataflows")
+    @classmethod
+    def _each_once(cls, flows: list[str]) -> list[str]:
+        twice = sorted({f for f in flows if flows.count(f) > 1})
+        if twice:
+            raise ValueError(f"lists {', '.join(twice)} more than once")
+        return flows
+
     @pyd.field_validator("heatmap")
     @classmethod
     def _two_different_axes(cls, axes: list[str] | None) -> list[str] | None:
@@ -103,6 +111,10 @@ def load_spec(path: str | Path) -> Sweep:
     :class:`UserInputError`."""
     path, src = resources.resolve("sweep", path), str(path)
     data = read_yaml(path)
+    if not isinstance(data, dict):
+        got = "an empty file" if data is None else type(data).__name__
+        raise UserInputError(src, "a sweep file is a mapping (base_arch:, dataflows:, "
+                             f"workloads:, ...), got {got}")  # fmt: skip
     try:
         spec = SweepSpec.model_validate(data)
     except pyd.ValidationError as err:
