@@ -14,9 +14,9 @@ Run: ``python benchmarks/bench_chip.py [--arch NAME] [--repeat R] [--monotone] [
    (tests/test_chip.py::SLACK);
 3. ``--agreement``: the closed-form model vs the DES on the per-core views the chips actually run
    (``grid_ops`` over the chip files, each op partitioned): median, p90 and max of |twin − DES| /
-   DES, per arch, and the largest gaps. One seed draws at most 200 cases, whose maximum swung
-   from seed to seed (4.5 % to 23 % over seeds 2-9 some rounds ago; 9.88 % pooled now);
-   ``--seeds A-B`` pools the draws of seeds A … B into one distribution.
+   DES, per arch, and the largest gaps. One seed draws at most 200 cases, and the maximum swings
+   from seed to seed (9.88 % pooled over seeds 2-9 with this checkout); ``--seeds A-B`` pools
+   the draws of seeds A … B into one distribution.
 """
 
 from __future__ import annotations

@@ -276,7 +276,7 @@ BAD = [
     ({"dataflows": ["w8a8", "w9a9"]}, "dataflows.1: unknown dataflow 'w9a9'"),
     ({"knobs": {"fp16": {"x": [1]}}}, "knobs: knobs for a dataflow not in"),
     ({"knobs": {"osc": {"H": [1]}}}, "knobs.osc: H: unknown knob"),
-    ({"knobs": {"osc": {"base": ["mxfp3"]}}}, "osc[base=mxfp3] on 16x512x512: knobs: osc.base: base"),
+    ({"knobs": {"osc": {"base": ["mxfp3"]}}}, "mxfp3] on 16x512x512: knobs: osc.base: base"),
     ({"workloads": [{"gemm": "16x512"}]}, "workloads.0: expected MxKxN"),
     ({"workloads": [{"gemm": "16x8x8", "trace": "x"}]}, "workloads.0: give exactly one of"),
     ({"workloads": [{"gemm": "16x8x8", "phase": "decode"}]}, "only apply to a model workload"),

@@ -112,8 +112,8 @@ def test_twin_tracks_des_on_the_views_chips_run():
     """The chips' matmuls run on per-core views (``chip.slowest_core``: the slowest core's part,
     with its share of the shared levels and merged DRAM fetches). There the model tracked the
     DES less well than on single cores (docs/engine.md, *Chips measured on the views they run*):
-    on these 120 random matmuls (seed 7) p90 2.7 %, max 17.0 % some rounds ago; now p90 1.44 %,
-    max 7.6 %, within the issue's targets (p90 <= 2 %, max <= 10 %), which this guards."""
+    on these 120 random matmuls (seed 7) the model measures p90 1.44 %, max 7.6 %, within the
+    targets (p90 <= 2 %, max <= 10 %), which this guards."""
     import numpy as np
 
     from accel_sim.arch.load import list_archs
