@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
@@ -11,6 +10,16 @@ from typing import Any
 
 import pandas as pd
 
+from accel_sim.api_checks import (
+    _as_gemm,
+    _as_lists,
+    _check_batch,
+    _check_call,
+    _check_collapse,
+    _check_overlap,
+    _clip,
+    _loaded,
+)
 from accel_sim.arch.load import load_arch
 from accel_sim.arch.schema import Arch
 from accel_sim.dataflow.registry import dataflow_names, get_dataflow
@@ -19,7 +28,7 @@ from accel_sim.engine.counts import ActionCounts
 from accel_sim.engine.run import run_plan
 from accel_sim.errors import UserInputError
 from accel_sim.workers import map_groups
-from accel_sim.workload.gemm import Gemm, parse_gemm
+from accel_sim.workload.gemm import Gemm
 
 
 @dataclass(frozen=True)
@@ -86,44 +95,6 @@ _NESTED = frozenset({"energy_breakdown_pj", "energy_sources", "stalls", "ops", "
                      "extra", "bytes_read", "bytes_written", "units_busy", "critical_path"})
 
 
-def _as_gemm(gemm: Gemm | str | tuple) -> Gemm:
-    """A :class:`Gemm` from a Gemm, ``"MxKxN"`` or ``(M, K, N)`` (positive integers ≤ 2**24)."""
-    if isinstance(gemm, Gemm):
-        return gemm
-    if isinstance(gemm, str):
-        return parse_gemm(gemm, "gemm")
-    if isinstance(gemm, tuple | list) and len(gemm) == 3:
-        return Gemm(*gemm)
-    raise UserInputError("gemm", f"expected a Gemm, 'MxKxN' or (M, K, N), got {_clip(gemm)}")
-
-
-def _clip(value: object, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-ENGINES = ("des", "twin")
-
-
-def _check_call(dataflow: object, knobs: object, stats: object, engine: object, where: str) -> None:
-    """Types and finiteness of :func:`simulate`'s arguments (one :class:`UserInputError`)."""
-    if not isinstance(dataflow, str):
-        raise UserInputError(
-            where, f"dataflow must be a name such as 'w8a8', got {_clip(dataflow)}"
-        )
-    if engine not in ENGINES:
-        raise UserInputError(where, f"engine must be one of {ENGINES}, got {_clip(engine)}")
-    if knobs is not None:
-        if not isinstance(knobs, Mapping):
-            raise UserInputError(where, f"knobs must be a mapping, got {_clip(knobs)}", "knobs")
-        for key, value in knobs.items():
-            if isinstance(value, float) and not math.isfinite(value):
-                raise UserInputError(where, f"knob {dataflow}.{key} is {value}; knobs must be "
-                                     "finite", f"knobs.{key}")  # fmt: skip
-    if stats is not None and not isinstance(stats, Mapping):
-        raise UserInputError(where, f"stats must be a mapping, got {_clip(stats)}", "stats")
-
-
 def _check_result(result: SimResult, source: str) -> None:
     """Every number of a result is finite (schema bounds should guarantee it; this is the
     backstop, raised before anything is printed or written)."""
@@ -160,13 +131,9 @@ def simulate(
     """
     _check_call(dataflow, knobs, stats, engine, "simulate()")
     _check_overlap(overlap, "simulate()")
+    _check_collapse(collapse, "simulate()")
     return _simulate(load_arch(arch), _as_gemm(gemm), dataflow, knobs, stats, engine,
                      collapse, overlap)[0]  # fmt: skip
-
-
-def _check_overlap(overlap: object, where: str) -> None:
-    if not isinstance(overlap, bool):
-        raise UserInputError(where, f"overlap must be True or False, got {_clip(overlap)}")
 
 
 def _knobs_for(flow, knobs, overlap: bool) -> dict:
@@ -248,34 +215,6 @@ def _simulate(arch: Arch, gemm: Gemm, dataflow: str, knobs, stats, engine: str,
     return out, plan, result
 
 
-def _as_lists(gemms, dataflows, knobs, where: str, tuple_is_gemm: bool) -> tuple:
-    """The batch entry points' GEMMs and dataflows as lists (a single one taken as a list of
-    one; with ``tuple_is_gemm`` an ``(M, K, N)`` tuple is one GEMM), and their knobs checked to
-    be a mapping dataflow → knobs."""
-    one_tuple = (tuple_is_gemm and isinstance(gemms, tuple) and len(gemms) == 3
-                 and all(isinstance(x, int) for x in gemms))  # fmt: skip
-    if isinstance(gemms, str | Gemm) or one_tuple:
-        gemms = [gemms]
-    if isinstance(dataflows, str):
-        dataflows = [dataflows]
-    if knobs is not None and not isinstance(knobs, Mapping):
-        raise UserInputError(where, f"knobs must map dataflow → knobs, got {_clip(knobs)}", "knobs")
-    return gemms, dataflows
-
-
-def _loaded(arch, gemms, dataflows, where: str) -> tuple[Arch, list[Gemm], list[str]]:
-    """The architecture loaded and the GEMMs parsed; at least one GEMM and one dataflow."""
-    arch = load_arch(arch)
-    gemms = [_as_gemm(g) for g in gemms]
-    flows: list = []
-    for flow in dataflows:  # a dataflow named twice runs once (its rows would count twice)
-        if flow not in flows:
-            flows.append(flow)
-    if not gemms or not flows:
-        raise UserInputError(where, "needs at least one GEMM and one dataflow")
-    return arch, gemms, flows
-
-
 def simulate_timeline(
     arch: Arch | str | Path,
     gemms: Iterable[Gemm | str | tuple] | Gemm | str,
@@ -298,13 +237,15 @@ def simulate_timeline(
 
     where = "simulate_timeline()"
     _check_overlap(overlap, where)
-    gemms, dataflows = _as_lists(gemms, dataflows, knobs, where, tuple_is_gemm=True)
+    gemms, dataflows = _as_lists(gemms, dataflows, knobs, where)
     limit = MAX_EVENTS if max_events is None else max_events
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 16:
         raise UserInputError(where, f"max_events must be an integer ≥ 16, got {_clip(limit)}")
     arch, gemms, flows = _loaded(arch, gemms, dataflows, where)
     for flow in flows:
         _check_call(flow, (knobs or {}).get(flow), None, "des", where)
+    _check_batch(knobs, flows, 1, stats_for, where)
+    _check_collapse(collapse, where)
     recorder = Recorder(limit)
     results = []
     for gemm in gemms:
@@ -354,12 +295,13 @@ def simulate_many(
     is the same."""
     where = "simulate_many()"
     _check_overlap(overlap, where)
-    gemms, dataflows = _as_lists(gemms, dataflows, knobs, where, tuple_is_gemm=False)
+    gemms, dataflows = _as_lists(gemms, dataflows, knobs, where)
     arch, gemms, flows = _loaded(arch, gemms, dataflows, where)
     for flow in flows:
         _check_call(flow, None, None, engine, where)  # flow is a str from here on
         _check_call(flow, (knobs or {}).get(flow), None, engine, where)
         get_dataflow(flow, "dataflow").resolve_knobs((knobs or {}).get(flow), "knobs")
+    _check_batch(knobs, flows, jobs, stats_for, where)
     runs = [(g, f) for g in gemms for f in flows]
     bar = None
     if progress:
@@ -421,7 +363,8 @@ def explain(
     Explanation`; its ``text`` is what ``accel-sim run --explain`` prints)."""
     from accel_sim.report.explain import explain_matmul
 
+    _check_call(dataflow, knobs, stats, "des", "explain()")
     arch = load_arch(arch)
-    flow = get_dataflow(dataflow)
+    flow = get_dataflow(dataflow, "dataflow")
     plan = flow.build(_as_gemm(gemm), arch, stats, flow.resolve_knobs(knobs))
     return [explain_matmul(arch, op) for op in plan.matmuls]

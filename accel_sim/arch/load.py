@@ -49,20 +49,26 @@ def _load_cached(path: str, mtime_ns: int) -> Arch:
     return arch_from_dict(read_yaml(path), path)
 
 
-_VALIDATED: set[str] = set()
+_VALIDATED: dict[str, Arch] = {}
 
 
 def _revalidated(arch: Arch) -> Arch:
-    """``arch`` itself once its content has passed validation: ``model_copy(update=...)`` and
-    attribute assignment skip pydantic's checks, so a copy with ``clock_hz=-5`` would otherwise
-    run. Content already seen valid (by fingerprint) is not checked again."""
+    """``arch`` as validated from its content: ``model_copy(update=...)`` and attribute
+    assignment skip pydantic's checks, so a copy with ``clock_hz=-5`` (or a level given as a
+    dict, a number as a string) would otherwise reach the engine unchecked or unconverted. The
+    validated copy is what runs; content already seen (by fingerprint) is not checked again."""
+    extra = sorted(set(vars(arch)) - set(type(arch).model_fields))
+    if extra:  # (model_copy(update=...) takes any name)
+        raise UserInputError(arch.origin, f"unknown field(s) {', '.join(extra)}; the fields are "
+                             f"{', '.join(type(arch).model_fields)}", extra[0])  # fmt: skip
     key = arch.fingerprint
-    if key not in _VALIDATED:
-        arch_from_dict(arch.model_dump(), arch.origin)
+    checked = _VALIDATED.get(key)
+    if checked is None:
+        checked = arch_from_dict(arch.model_dump(warnings=False), arch.origin)
         if len(_VALIDATED) > 4096:
             _VALIDATED.clear()
-        _VALIDATED.add(key)
-    return arch
+        _VALIDATED[key] = checked
+    return checked
 
 
 def load_arch(name_or_path: str | Path | Arch) -> Arch:

@@ -308,7 +308,7 @@ class Arch(Strict):
         so a stored hash would name the original's content."""
         import hashlib
 
-        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()
+        return hashlib.sha256(self.model_dump_json(warnings=False).encode()).hexdigest()
 
     @property
     def origin(self) -> str:

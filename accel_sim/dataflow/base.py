@@ -17,6 +17,7 @@ imports the plan modules and collects them. The dependency runs one way, so ther
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,6 +67,11 @@ def _checked_knob(flow: str, key: str, default: Any, value: Any, source: str) ->
     """``value`` if it has the default's type (an integer knob takes integers only, a float knob
     integers or floats), is finite and within ±:data:`MAX_KNOB`; else a :class:`UserInputError`."""
     expected = type(default).__name__
+    if not isinstance(value, bool):  # numpy's integers and floats are numbers too
+        if isinstance(value, numbers.Integral):
+            value = int(value)
+        elif isinstance(value, numbers.Real):
+            value = float(value)
     if isinstance(default, bool) or not isinstance(default, int | float):
         ok = type(value) is type(default)
     elif isinstance(default, int):

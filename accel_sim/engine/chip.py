@@ -101,7 +101,8 @@ def _core(
 ) -> tuple[Program, int, int, Counter]:
     if engine == "twin":  # the model's choice, costed by the model
         program = mapped_program(arch, op)
-        cycles, compute = twin_cycles(program), program.compute_cycles
+        # (whole cycles, as the DES counts them: the model's estimate may be fractional)
+        cycles, compute = round(twin_cycles(program)), program.compute_cycles
         stalls = Counter({"twin:memory": cycles - compute} if cycles > compute else {})
         return program, cycles, compute, stalls
     # the mapping the DES checked (engine/des_check.py; the partitioner may have run it already)

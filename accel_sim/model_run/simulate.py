@@ -33,6 +33,8 @@ same way for all of them. Modelling assumptions (also in every result's ``notes`
 from __future__ import annotations
 
 import json
+import numbers
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -196,6 +198,14 @@ def simulate_model(
     """
     arch = load_arch(arch)
     spec = model if isinstance(model, ModelSpec) else load_model(model)
+    if isinstance(dataflows, Mapping) or not isinstance(dataflows, str | Iterable):
+        raise UserInputError("dataflows", f"must be a name or a list of names, got {dataflows!r}")
+    if knobs is not None and not (isinstance(knobs, Mapping)
+                                  and all(isinstance(v, Mapping) for v in knobs.values())):
+        raise UserInputError("knobs", "must map dataflow → knobs, e.g. {'osc': {'G': 64}}, got "
+                             f"{knobs!r}")  # fmt: skip
+    if isinstance(jobs, bool) or not isinstance(jobs, numbers.Integral) or jobs < 1:
+        raise UserInputError("jobs", f"must be a whole number ≥ 1, got {jobs!r}")
     flows = []
     for flow in [dataflows] if isinstance(dataflows, str) else dataflows:
         if flow not in flows:  # a dataflow named twice runs once (not two rows of it)

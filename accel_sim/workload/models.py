@@ -40,6 +40,7 @@ Modelling assumptions:
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Literal
 
@@ -277,8 +278,10 @@ def lower(
     ints = dict(tokens=tokens, batch=batch, kv_len=kv_len, extra_prefix_tokens=extra_prefix_tokens)
     for key, value in ints.items():
         low = 1 if key in ("tokens", "batch") else 0
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
             raise UserInputError("lower()", f"must be an integer >= {low}, got {value!r}", key)
+    # (numpy's integers are integers too)
+    tokens, batch, kv_len, extra_prefix_tokens = (int(v) for v in ints.values())
     if logits not in ("all", "last"):
         raise UserInputError("lower()", f"expected 'all' or 'last', got {logits!r}", "logits")
     if spec.family == "encoder" and (phase == "decode" or kv_len):

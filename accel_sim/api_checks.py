@@ -1,0 +1,115 @@
+"""The public API's argument checks: every mistake in a call to ``simulate``,
+``simulate_many``, ``simulate_timeline`` or ``explain`` is one :class:`UserInputError` naming
+the argument, before anything runs."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable, Mapping
+
+from accel_sim.arch.load import load_arch
+from accel_sim.arch.schema import Arch
+from accel_sim.errors import UserInputError
+from accel_sim.workload.gemm import Gemm, parse_gemm
+
+ENGINES = ("des", "twin")
+
+
+def _as_gemm(gemm: Gemm | str | tuple) -> Gemm:
+    """A :class:`Gemm` from a Gemm, ``"MxKxN"`` or ``(M, K, N)`` (positive integers ≤ 2**24)."""
+    if isinstance(gemm, Gemm):
+        return gemm
+    if isinstance(gemm, str):
+        return parse_gemm(gemm, "gemm")
+    if isinstance(gemm, tuple | list) and len(gemm) == 3:
+        return Gemm(*gemm)
+    raise UserInputError("gemm", f"expected a Gemm, 'MxKxN' or (M, K, N), got {_clip(gemm)}")
+
+
+def _clip(value: object, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _check_call(dataflow: object, knobs: object, stats: object, engine: object, where: str) -> None:
+    """Types and finiteness of :func:`simulate`'s arguments (one :class:`UserInputError`)."""
+    if not isinstance(dataflow, str):
+        raise UserInputError(
+            where, f"dataflow must be a name such as 'w8a8', got {_clip(dataflow)}"
+        )
+    if engine not in ENGINES:
+        raise UserInputError(where, f"engine must be one of {ENGINES}, got {_clip(engine)}")
+    if knobs is not None:
+        if not isinstance(knobs, Mapping):
+            raise UserInputError(where, f"knobs must be a mapping, got {_clip(knobs)}", "knobs")
+        for key, value in knobs.items():
+            if isinstance(value, float) and not math.isfinite(value):
+                raise UserInputError(where, f"knob {dataflow}.{key} is {value}; knobs must be "
+                                     "finite", f"knobs.{key}")  # fmt: skip
+    if stats is not None and not isinstance(stats, Mapping):
+        raise UserInputError(where, f"stats must be a mapping, got {_clip(stats)}", "stats")
+
+
+def _check_overlap(overlap: object, where: str) -> None:
+    if not isinstance(overlap, bool):
+        raise UserInputError(where, f"overlap must be True or False, got {_clip(overlap)}")
+
+
+def _check_collapse(collapse: object, where: str) -> None:
+    if not isinstance(collapse, bool):
+        raise UserInputError(where, f"collapse must be True or False, got {_clip(collapse)}")
+
+
+def _as_lists(gemms, dataflows, knobs, where: str) -> tuple:
+    """The batch entry points' GEMMs and dataflows as lists (a single one, ``(M, K, N)``
+    included, taken as a list of one), and their knobs checked to be a mapping dataflow →
+    knobs."""
+    one_tuple = (isinstance(gemms, tuple) and len(gemms) == 3
+                 and all(isinstance(x, numbers.Integral) and not isinstance(x, bool)
+                         for x in gemms))  # fmt: skip
+    if isinstance(gemms, str | Gemm) or one_tuple:
+        gemms = [gemms]
+    if isinstance(dataflows, str):
+        dataflows = [dataflows]
+    for name, value in (("gemms", gemms), ("dataflows", dataflows)):
+        if isinstance(value, Mapping) or not isinstance(value, Iterable):
+            raise UserInputError(where, f"{name} must be a list (or a single one), got "
+                                 f"{_clip(value)}", name)  # fmt: skip
+    if knobs is not None:
+        if not isinstance(knobs, Mapping):
+            raise UserInputError(where, f"knobs must map dataflow → knobs, got {_clip(knobs)}",
+                                 "knobs")  # fmt: skip
+        for flow, given in knobs.items():
+            if not isinstance(given, Mapping):  # e.g. {"G": 64}: a knob, not a dataflow
+                raise UserInputError(where, f"knobs must map dataflow → knobs, e.g. "
+                                     f"{{'osc': {{'G': 64}}}}; got {_clip(flow)}: "
+                                     f"{_clip(given)}", "knobs")  # fmt: skip
+    return gemms, dataflows
+
+
+def _check_batch(knobs, flows: list[str], jobs: object, stats_for: object, where: str) -> None:
+    """Knobs only for the dataflows that run (anything else would be silently unused), a
+    whole number of jobs ≥ 1, ``stats_for`` callable or None."""
+    unused = sorted(str(f) for f in set(knobs or {}) - set(flows))
+    if unused:
+        raise UserInputError(where, f"knobs for {', '.join(unused)}, which this run does not "
+                             f"include (its dataflows: {', '.join(flows)})", "knobs")  # fmt: skip
+    if isinstance(jobs, bool) or not isinstance(jobs, numbers.Integral) or jobs < 1:
+        raise UserInputError(where, f"jobs must be a whole number ≥ 1, got {_clip(jobs)}", "jobs")
+    if stats_for is not None and not callable(stats_for):
+        raise UserInputError(where, "stats_for must be a function gemm → statistics (or None), "
+                             f"got {_clip(stats_for)}", "stats_for")  # fmt: skip
+
+
+def _loaded(arch, gemms, dataflows, where: str) -> tuple[Arch, list[Gemm], list[str]]:
+    """The architecture loaded and the GEMMs parsed; at least one GEMM and one dataflow."""
+    arch = load_arch(arch)
+    gemms = [_as_gemm(g) for g in gemms]
+    flows: list = []
+    for flow in dataflows:  # a dataflow named twice runs once (its rows would count twice)
+        if flow not in flows:
+            flows.append(flow)
+    if not gemms or not flows:
+        raise UserInputError(where, "needs at least one GEMM and one dataflow")
+    return arch, gemms, flows
