@@ -109,3 +109,19 @@ def test_sweep_files_that_say_nothing_or_repeat_a_dataflow(tmp_path, run_cli, te
 ])  # fmt: skip
 def test_argparse_messages_say_what_to_write(run_cli, args, hint):
     assert_user_error(run_cli(args), hint)
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv", ".json"])
+def test_the_largest_gemm_is_written_exactly(tmp_path, run_cli, suffix):
+    """At the size limit the MACs (2**72) outgrow 64 bits: every format keeps them exact."""
+    out = tmp_path / f"huge{suffix}"
+    side = "16777216"
+    code, _, err = run_cli(["run", "--arch", "systolic_32x32_ws", "--gemm", f"{side}x{side}x{side}",
+                            "--dataflow", "fp16", "--out", out])  # fmt: skip
+    assert code == 0, err
+    if suffix == ".parquet":
+        import pandas as pd
+
+        assert int(pd.read_parquet(out)["macs"][0]) == 2**72
+    else:
+        assert str(2**72) in out.read_text()

@@ -107,10 +107,30 @@ def write_table(df: pd.DataFrame, path: str | Path) -> Path:
     if path.suffix == ".csv":
         _atomic_write(path, lambda tmp: df.to_csv(tmp, index=False, lineterminator="\n"))
     elif path.suffix == ".parquet":
-        _atomic_write(path, lambda tmp: df.to_parquet(tmp, index=False))
+        table = _wide_ints_as_decimals(df)
+        _atomic_write(path, lambda tmp: table.to_parquet(tmp, index=False))
     else:
         write_json(json_records(df), path)
     return path
+
+
+def _wide_ints_as_decimals(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with every column of Python integers too wide for 64 bits (the MACs, even the
+    cycles, of a GEMM near the 2**24-per-dimension limit; pandas keeps them as objects, which
+    Parquet cannot store) as exact 38-digit decimals."""
+    import decimal
+
+    wide = [c for c in df.columns if df[c].dtype == object and len(df) and all(
+        isinstance(v, int) and not isinstance(v, bool) for v in df[c])]  # fmt: skip
+    if not wide:
+        return df
+    import pyarrow as pa
+
+    out = df.copy()
+    for column in wide:
+        out[column] = pd.array([decimal.Decimal(v) for v in df[column]],
+                               dtype=pd.ArrowDtype(pa.decimal128(38, 0)))  # fmt: skip
+    return out
 
 
 def sha256_file(path: str | Path) -> str:

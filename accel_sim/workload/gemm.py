@@ -8,8 +8,9 @@ from dataclasses import dataclass
 
 from accel_sim.errors import UserInputError
 
-#: Largest dimension (and ``count``) accepted (2**24 = 16.7 M): beyond any model here, and it
-#: keeps cycle counts within simpy's 64-bit clock.
+#: Largest dimension (and ``count``) accepted (2**24 = 16.7 M): beyond any model here. Cycle
+#: and MAC counts are Python integers (simpy's clock too), exact at any size; near the limit
+#: they outgrow 64 bits (2**72 MACs), and a Parquet file stores them as 38-digit decimals.
 MAX_DIM = 2**24
 
 #: Layer kinds a GEMM's input activation can belong to (OSC Table 1 naming).
