@@ -49,6 +49,7 @@ def _check_call(dataflow: object, knobs: object, stats: object, engine: object, 
                                      "finite", f"knobs.{key}")  # fmt: skip
     if stats is not None and not isinstance(stats, Mapping):
         raise UserInputError(where, f"stats must be a mapping, got {_clip(stats)}", "stats")
+    check_stats(stats, where)
 
 
 def _check_overlap(overlap: object, where: str) -> None:
@@ -113,3 +114,65 @@ def _loaded(arch, gemms, dataflows, where: str) -> tuple[Arch, list[Gemm], list[
     if not gemms or not flows:
         raise UserInputError(where, "needs at least one GEMM and one dataflow")
     return arch, gemms, flows
+
+
+def _fraction(value: object) -> bool:
+    return (isinstance(value, numbers.Real) and not isinstance(value, bool)
+            and math.isfinite(value) and 0 <= value <= 1)  # fmt: skip
+
+
+def _magnitude(value: object) -> bool:
+    return (isinstance(value, numbers.Real) and not isinstance(value, bool)
+            and math.isfinite(value) and value >= 0)  # fmt: skip
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 0
+
+
+def _each(test, nullable: bool = False):
+    """A test of a mapping whose every value passes ``test`` (or is None, if ``nullable``)."""
+    return lambda v: isinstance(v, Mapping) and all(
+        (x is None and nullable) or test(x) for x in v.values())  # fmt: skip
+
+
+def _ops_skip(value: object) -> bool:
+    return isinstance(value, Mapping) and all(
+        isinstance(e, Mapping) and set(e) == {"sets", "tiles", "rows"} and _fraction(e["sets"])
+        and _each(_fraction)(e["tiles"]) and _each(_fraction)(e["rows"])
+        for e in value.values())  # fmt: skip
+
+
+#: What each statistic of a GEMM must be (the keys of ``workload/trace_schema.GemmStats``):
+#: the test and, for the message, what it expects
+STATISTICS = {
+    "shape": (lambda v: isinstance(v, list | tuple) and len(v) == 2
+              and all(_count(x) and x > 0 for x in v), "[M, K] of positive integers"),
+    "absmax": (_magnitude, "a finite number ≥ 0"),
+    "mean_abs": (_magnitude, "a finite number ≥ 0"),
+    "osc_alpha": (lambda v: _magnitude(v) and v > 0, "a finite number > 0"),
+    "osc_threshold": (_magnitude, "a finite number ≥ 0"),
+    "clustering_density": (_each(_fraction, True), "{G: a fraction in [0, 1] or None}"),
+    "outlier_channels": (_count, "an integer ≥ 0"),
+    "int16_hi_zero_fraction": (_fraction, "a fraction in [0, 1]"),
+    "osc_table_channels": (_each(_count), "{G: an integer ≥ 0}"),
+    "osc_table_hit_rate": (_each(_fraction, True), "{G: a fraction in [0, 1] or None}"),
+    "osc_outlier_coverage": (_each(_fraction, True), "{G: a fraction in [0, 1] or None}"),
+    "int16_hi_zero_fraction_w": (_fraction, "a fraction in [0, 1]"),
+    "ops_skip": (_ops_skip, "{'chunk:tau': {sets, tiles, rows} of fractions in [0, 1]}"),
+    "errors": (_each(_magnitude), "{dataflow: a finite number ≥ 0}"),
+}
+
+
+def check_stats(stats: Mapping | None, where: str) -> None:
+    """A GEMM's statistics as a trace stores them (``trace_schema.GemmStats``; any subset of
+    its keys): an unknown key (a misspelt one would be silently unused) or a value of the wrong
+    kind is one :class:`UserInputError` naming it."""
+    for key, value in (stats or {}).items():
+        if key not in STATISTICS:
+            raise UserInputError(where, f"unknown statistic {_clip(key)}; known: "
+                                 f"{', '.join(STATISTICS)}", "stats")  # fmt: skip
+        test, expected = STATISTICS[key]
+        if not test(value):
+            raise UserInputError(where, f"expected {expected}, got {_clip(value)}",
+                                 f"stats.{key}")  # fmt: skip

@@ -125,3 +125,34 @@ def test_the_largest_gemm_is_written_exactly(tmp_path, run_cli, suffix):
         assert int(pd.read_parquet(out)["macs"][0]) == 2**72
     else:
         assert str(2**72) in out.read_text()
+
+
+@pytest.mark.parametrize("stats, needle", [
+    ({"osc_table_channels": {"32": -5}}, "stats.osc_table_channels: expected {G: an integer ≥ 0}"),
+    ({"osc_table_channels": {"32": float("nan")}}, "stats.osc_table_channels"),
+    ({"osc_table_channels": {"32": "3"}}, "stats.osc_table_channels"),
+    ({"osc_table_channel": {"32": 3}}, "unknown statistic 'osc_table_channel'"),
+    ({"outlier_channels": 2.5}, "stats.outlier_channels: expected an integer ≥ 0"),
+])  # fmt: skip
+def test_statistics_given_by_hand_are_checked(stats, needle):
+    """A misspelt statistic was silently unused, a negative or NaN count reached the plan."""
+    import accel_sim
+    from accel_sim.errors import UserInputError
+
+    with pytest.raises(UserInputError, match=re.escape(needle)):
+        accel_sim.simulate("ascend_like_cube", "256x1024x1024", "osc", stats=stats)
+
+
+def test_every_shipped_trace_passes_the_statistics_check():
+    from pathlib import Path
+
+    from accel_sim.api_checks import check_stats
+    from accel_sim.workload.trace import load_trace
+
+    traces = [d for d in (Path(__file__).resolve().parents[1] / "traces").iterdir()
+              if (d / "stats.json").exists()]  # fmt: skip
+    assert traces
+    for path in traces:
+        trace = load_trace(path)
+        for gemm in trace.gemms:
+            check_stats(trace.stats_for(gemm), str(path))
