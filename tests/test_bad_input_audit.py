@@ -156,3 +156,24 @@ def test_every_shipped_trace_passes_the_statistics_check():
         trace = load_trace(path)
         for gemm in trace.gemms:
             check_stats(trace.stats_for(gemm), str(path))
+
+
+@pytest.mark.parametrize("flow, knobs, needle", [
+    ("muxq", {"exp": 0, "outlier_channels": 8}, "muxq.exp: exp must be an integer from 1 to 7"),
+    ("muxq", {"exp": 64, "outlier_channels": 8}, "muxq.exp"),
+    ("osc", {"alpha": -1.0}, "osc.alpha: alpha must be > 0"),
+])  # fmt: skip
+def test_knob_values_without_a_meaning_are_refused(flow, knobs, needle):
+    """MUXQ's exp = 0 zeroes its Aux path (2^0 − 1) yet was charged like exp = 2."""
+    import accel_sim
+    from accel_sim.errors import UserInputError
+
+    with pytest.raises(UserInputError, match=re.escape(needle)):
+        accel_sim.simulate("ascend_like_cube", "256x1024x1024", flow, knobs)
+
+
+def test_r3_on_a_gemm_that_is_not_attn_in_says_it_is_not_charged():
+    import accel_sim
+
+    r = accel_sim.simulate("ascend_like_cube", "64x256x256", "w4a4_static", {"r3_head_dim": 64})
+    assert any("r3_head_dim applies to attn_in GEMMs only" in n for n in r.notes)

@@ -47,9 +47,10 @@ def _error_key(knobs, gemm) -> str | None:
 def build(gemm, arch, stats, knobs) -> Plan:
     if knobs["granularity"] not in ("per_tensor", "per_token"):
         raise UserInputError("knobs", "granularity must be per_tensor or per_token", "granularity")
-    if not isinstance(knobs["exp"], int) or knobs["exp"] < 0:
-        raise UserInputError("knobs", f"exp must be a non-negative integer, got {knobs['exp']!r}",
-                             "exp")  # fmt: skip
+    if not isinstance(knobs["exp"], int) or not 1 <= knobs["exp"] <= 7:
+        # (exp = 0 makes the Aux factor 2^0 − 1 = 0: no outlier path; 8 shifts an INT8 out)
+        raise UserInputError("knobs", f"exp must be an integer from 1 to 7 (the Body's shift "
+                             f"in bits), got {knobs['exp']!r}", "exp")  # fmt: skip
     n_out, source = outlier_channel_count(gemm, stats, knobs, "muxq")
     w_bits = 8  # + one FP32 scale per output channel, as a metadata stream
     # MUXQ detects the outlier channels of each input (one compare per element, like LLM.int8())

@@ -121,6 +121,8 @@ def build(gemm, arch, stats, knobs) -> Plan:
         raise UserInputError("knobs", f"G must be a positive integer, got {G!r}", "G")
     if knobs["branch"] not in ("fused", "separate"):
         raise UserInputError("knobs", "branch must be 'fused' or 'separate'", "branch")
+    if not knobs["alpha"] > 0:  # (outliers are |x| > α × mean|x|)
+        raise UserInputError("knobs", f"alpha must be > 0, got {knobs['alpha']!r}", "alpha")
     how = fusion(knobs, arch)
     elements = gemm.M * gemm.K
     if gemm.kind == "down_in" and knobs["fallback_down"]:

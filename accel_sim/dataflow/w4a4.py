@@ -64,5 +64,9 @@ def build(gemm, arch, stats, knobs) -> Plan:
             raise UserInputError("knobs", f"r3_head_dim {r3} does not divide the GEMM's N = "
                                  f"{gemm.N}", "r3_head_dim")  # fmt: skip
         ops += hadamard_passes(gemm, r3, gemm.N, "hadamard_r3", dense)  # Y: M × N in blocks
-    return Plan("w4a4_static", gemm, tuple(ops), (), dict(knobs),
+    notes = ()
+    if r3 and gemm.kind != "attn_in":
+        notes = (f"r3_head_dim applies to attn_in GEMMs only (Q and K after RoPE); this GEMM's "
+                 f"kind is {gemm.kind or 'not set'}, so no R3 rotation is charged",)  # fmt: skip
+    return Plan("w4a4_static", gemm, tuple(ops), notes, dict(knobs),
                 streamed(*(op.name for op in ops)))  # fmt: skip
