@@ -218,11 +218,33 @@ class ClassPeriods:
                     found = m
                     break
             else:
-                x, chunk = hi, chunk * 4
+                x, chunk = max(hi, self._periodic_end(x0, hi, period, stop)), chunk * 4
         if found is None:
             found = x
         self._class_mismatch[key] = found
         return found
+
+    def _periodic_end(self, x0: int, hi: int, period: int, stop: int) -> int:
+        """How far the match proven on [x0, hi) extends by periodicity (``hi`` if no further).
+
+        Take a loop of count n and stride s (one index: s steps) and one of its cycles, from
+        ``base`` (all loops outside it fixed). On R = [base + s + period, base + (n − 1)·s) both x
+        and x − period lie in that cycle with the loop's index in 1 … n − 2 (a middle one):
+        the outer loops' digits are equal and fixed, this loop's are both *middle*, and the
+        inner loops' digits depend only on x mod s and (x − period) mod s. So whether x and
+        x − period have equal classes repeats every s steps on R, and a proven stretch of R
+        as long as s proves all of R (e.g. one instance of a ``count`` of thousands proves
+        every middle instance). Exact: the collapse fuzz and ``tests/test_program_periods``
+        compare it with a step-by-step scan."""
+        end = hi
+        for n, s in self._loop_cycles:
+            if n < 4:
+                continue  # (no room for a middle stretch worth a jump)
+            base = (hi - 1) // (s * n) * (s * n)
+            lo_r, hi_r = base + s + period, base + (n - 1) * s
+            if lo_r <= hi - 1 < hi_r and hi - max(x0, lo_r) >= s:
+                end = max(end, min(hi_r, stop))
+        return end
 
     def _aligned(self, period: int) -> tuple[np.ndarray, np.ndarray]:
         """(per-loop flag: aligned with ``period``, raw-code parts of every valid combination
