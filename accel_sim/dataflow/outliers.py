@@ -10,11 +10,11 @@ def outlier_channel_count(gemm, stats, knobs, scheme: str) -> tuple[int, str]:
     else the trace statistics; with neither, an error (never a hidden constant)."""
     threshold = knobs.get("threshold", 6.0)
     if not threshold > 0:  # (|x| > a negative threshold: every channel, a meaningless setting)
-        raise UserInputError("--knob", f"must be > 0 (an outlier is |x| > threshold), got "
+        raise UserInputError("knobs", f"must be > 0 (an outlier is |x| > threshold), got "
                              f"{threshold}", f"{scheme}.threshold")  # fmt: skip
     given = knobs.get("outlier_channels", -1)
     if given < -1:
-        raise UserInputError("--knob", f"must be -1 (from the trace) or a count ≥ 0, got {given}",
+        raise UserInputError("knobs", f"must be -1 (from the trace) or a count ≥ 0, got {given}",
                              f"{scheme}.outlier_channels")  # fmt: skip
     if given >= 0:  # more than K channels cannot be outliers: all K are (said in the note, as
         # a model's GEMMs of several K may share one knob)
@@ -29,6 +29,6 @@ def outlier_channel_count(gemm, stats, knobs, scheme: str) -> tuple[int, str]:
         return min(int(stats["outlier_channels"]), gemm.K), "trace"
     raise UserInputError(
         f"{scheme} on {gemm.label}",
-        f"needs the number of outlier channels: run it on a trace (--trace) or set "
-        f"--knob {scheme}.outlier_channels=N",
+        f"needs the number of outlier channels: run it on a trace (--trace; in Python, the "
+        f"GEMM's stats) or set the knob outlier_channels (--knob {scheme}.outlier_channels=N)",
     )
