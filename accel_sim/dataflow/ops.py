@@ -115,8 +115,8 @@ def skip_fractions(stats, knobs, tile: int) -> tuple[float, float, str]:
     if grid is None:
         if knobs["tau"] < 0:
             return 0.0, 0.0, "τ < 0: nothing skipped"
-        raise UserInputError("ops", "needs early-bird statistics: run it on a trace (--trace; in "
-                             "Python, the GEMM's stats)")  # fmt: skip
+        raise UserInputError("ops", "needs early-bird statistics: run it on a trace (--trace) "
+                             "(in Python: stats=)")  # fmt: skip
     if key not in grid:
         raise UserInputError("knobs", f"the compact trace has early-bird statistics for "
                              f"chunk:tau in {sorted(grid)}; capture a full trace for {key}",

@@ -29,6 +29,6 @@ def outlier_channel_count(gemm, stats, knobs, scheme: str) -> tuple[int, str]:
         return min(int(stats["outlier_channels"]), gemm.K), "trace"
     raise UserInputError(
         f"{scheme} on {gemm.label}",
-        f"needs the number of outlier channels: run it on a trace (--trace; in Python, the "
-        f"GEMM's stats) or set the knob outlier_channels (--knob {scheme}.outlier_channels=N)",
+        f"needs the number of outlier channels: run it on a trace (--trace) or set "
+        f"--knob {scheme}.outlier_channels=N (in Python: stats= or knobs=)",
     )
