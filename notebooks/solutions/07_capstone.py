@@ -106,7 +106,7 @@ def which_to_build() -> dict:
     its bit-slice array is its home)
     and FP16 (INT16 is more accurate and cheaper in energy).
 
-    *Caveats:* OliVe's and ANT's errors are from layer-0 samples (within ~25 % for W8A8); the
+    *Caveats:* OliVe's and ANT's errors are from layer-0 samples (within 10–20 % for W8A8); the
     errors are per-layer output errors on 128 held-out tokens of one text, not task accuracy;
     one architecture and default knobs.
     """
