@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 
 import matplotlib
@@ -180,6 +181,12 @@ def test_cli_writes_csv_and_png(main, tmp_path, capsys, small_osc_registered):
         assert len(df) > 0
         assert "architecture:" in printed and "note:" in printed
         assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temp files left
+        manifest = json.loads((out / f"{name}.manifest.json").read_text())
+        assert manifest["command"] == f"accel-sim table {name}"
+        assert any(line.startswith("architecture:") for line in manifest["header"])
+        assert set(manifest["files"]) >= {f"{name}.csv", f"{name}.png"}
+        assert manifest["files"][f"{name}.csv"] == hashlib.sha256(csv.read_bytes()).hexdigest()
+        assert not any("built in" in line for line in manifest["header"])  # (deterministic)
     assert (out.parent / "dir" / "osc-table2-detail.csv").is_file()
 
 

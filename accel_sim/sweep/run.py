@@ -188,10 +188,37 @@ def write_outputs(df: pd.DataFrame, out: Path, heatmap_axes: list[str], title: s
     plot.save_figure(heatmap, out / "heatmap.png")
 
 
+def write_manifest(sweep, out: Path) -> Path:
+    """``manifest.json``: what produced the directory — the sweep file as validated (its base
+    architecture, engine, grid, dataflows, workloads), the base architecture file's sha256, the
+    code (a hash of the package's sources, the versions) and each output file's sha256. No time
+    stamp: a rerun that computes nothing rewrites it unchanged."""
+    import platform
+    from importlib.metadata import version
+
+    from accel_sim import __version__, result_cache
+    from accel_sim.report.io import sha256_file, write_json
+
+    files = ("results.parquet", "results.csv", "pareto.png", "heatmap.png")
+    doc = {
+        "command": f"accel-sim sweep {sweep.path.name} --out {out.name}",
+        "spec": sweep.spec.model_dump(mode="json"),
+        "base_arch_sha256": sweep.base_sha256,
+        "points": len(list((out / "points").glob("*.parquet"))),
+        "accel_sim": __version__,
+        "source_sha256": result_cache._SOURCE,
+        "python": platform.python_version(),
+        "packages": {name: version(name) for name in ("simpy", "numpy", "pandas", "dask")},
+        "files": {name: sha256_file(out / name) for name in files if (out / name).is_file()},
+    }
+    return write_json(doc, out / "manifest.json")
+
+
 def run_sweep(spec_path: str | Path, out_dir: str | Path, scheduler: Any = None,
               progress: bool = True) -> pd.DataFrame:  # fmt: skip
     """Run or resume a sweep; the table is returned and written to ``out_dir`` (``points/``,
-    ``results.parquet``, ``results.csv``, ``pareto.png``, ``heatmap.png``). ``scheduler``: ``None``
+    ``results.parquet``, ``results.csv``, ``pareto.png``, ``heatmap.png``, ``manifest.json``).
+    ``scheduler``: ``None``
     = a LocalCluster (``workers.default_workers()`` processes × 1 thread, no dashboard); an
     address (``tcp://h:8786``: its workers need accel-sim with the named traces and models) or
     a ``distributed.Client``; ``"synchronous"`` = in this process, without Dask. The scheduler
@@ -221,6 +248,7 @@ def run_sweep(spec_path: str | Path, out_dir: str | Path, scheduler: Any = None,
     swept = [*points[0].params]
     write_outputs(df, out, sweep.spec.heatmap or [*swept, "workload", "variant"][:2], sweep.name,
                   sweep.base)  # fmt: skip
+    write_manifest(sweep, out)
     print(f"sweep {sweep.name}: {len(df)} points in {time.perf_counter() - started:.1f} s -> {out}",
           file=sys.stderr, flush=True)  # fmt: skip
     return df

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from pathlib import Path
 
 from accel_sim.errors import UserInputError
@@ -32,8 +33,9 @@ def add_parser(subparsers) -> None:
     table.add_argument("name", nargs="?", metavar="NAME", help="table name (see --list)")
     table.add_argument("--list", action="store_true", help="list the tables and exit")
     table.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
-                       help=f"directory for NAME.csv and NAME.png (default: {DEFAULT_OUT}/; "
-                       "created if missing)")  # fmt: skip
+                       help=f"directory for NAME.csv, NAME.png and NAME.manifest.json "
+                            f"(osc-table2 also writes its detail CSV; default: {DEFAULT_OUT}/; "
+                            "created if missing)")  # fmt: skip
     table.add_argument("--json", action="store_true", help="print the rows as JSON")
     table.set_defaults(func=run)
 
@@ -99,6 +101,33 @@ def format_report(result) -> str:
     return "\n".join(lines)
 
 
+def _write_manifest(result, out: Path, files: list[Path]) -> Path:
+    """``NAME.manifest.json``: what produced the files beside it — the command, the table's
+    header (its architectures and engine), the code (a hash of the package's sources and the
+    versions that key the result cache) and each file's sha256. No time stamp: identical inputs
+    give identical files."""
+    import platform
+    from importlib.metadata import version
+
+    from accel_sim import __version__, result_cache
+    from accel_sim.report.io import sha256_file, write_json
+
+    doc = {
+        "command": f"accel-sim table {result.name}",
+        "title": result.title,
+        # (without the wall time a header line may give: not an input)
+        "header": [re.sub(r";? ?built in [0-9.]+ s", "", line) for line in result.header],
+        "engine": "des (the cycle-level engine; every table runs it)",
+        "accel_sim": __version__,
+        "source_sha256": result_cache._SOURCE,
+        "python": platform.python_version(),
+        "packages": {name: version(name) for name in ("simpy", "numpy", "pandas", "numba")},
+        "files": {p.name: sha256_file(p) for p in files},
+        "notes": list(result.notes),
+    }
+    return write_json(doc, out / f"{result.name}.manifest.json")
+
+
 def build_table(name: str, **options):
     """Build a registered table by name (an unknown name is a :class:`UserInputError`)."""
     from accel_sim.tables.registry import get_table
@@ -132,6 +161,7 @@ def run(args) -> int:
         png = out / f"{result.name}.png"
         _write_png(result, png)
         written.append(png)
+    written.append(_write_manifest(result, out, written))
     if args.json:
         doc = {"name": result.name, "title": result.title, "header": result.header,
                "rows": rows_of(result.table), "notes": result.notes}  # fmt: skip

@@ -146,11 +146,14 @@ HEADER = (
     "here; their one-cycle stage is not charged: docs/dataflows.md)",
     "sample_error: every scheme's relative output error on the traces' sample tensors (one GEMM "
     "per layer kind from layer 0, 32 calibration + 32 held-out tokens, 256 output channels), "
-    "MAC-weighted; rel_error: the trace's stored error over all its GEMMs where it has one "
+    "MAC-weighted (OSC: none, its error needs the trace's per-GEMM OSC tables, which the "
+    "sample tensors do not have); rel_error: the trace's stored error over all its GEMMs "
+    "where it has one "
     "(OliVe and ANT: the sample error, the traces store none; kinds without a sample, the LM "
     "head, have none and ANT keeps them at 4 bits); compare errors within a column",
     "OPS at parity (B): per layer kind the largest τ (preset chosen with it) whose OPS sample "
-    "error is ≤ B's sample error of that kind, B the baseline of smallest sample_error (the "
+    "error is ≤ B's sample error of that kind, B the more accurate of OliVe and ANT by "
+    "sample_error at the row's bit width, as the paper pairs them (the "
     "τ=auto machinery with budget 1 on OPS error ÷ B's error); kinds without a sample (the LM "
     "head) keep the early bird off; rel_error of that row: the trace's error at the chosen τ",
 )
