@@ -322,8 +322,13 @@ def _plot(detail: pd.DataFrame, path: str) -> None:
             value = PAPER[int(G)]["compute"][0]
             ax.plot(comp_ms, [value] * len(comp_ms), "D", color="C3", mfc="none",
                     label="paper, M>=128")  # fmt: skip
-        ax.axhline(compute_formula(int(G)), color="gray", lw=0.8, ls="--",
-                   label="0.5/(0.25+1/G)")  # fmt: skip
+        # each regime's limit over its own rows (the table's `limit` column)
+        if mem_ms:
+            ax.hlines(bytes_formula(int(G)), min(mem_ms), max(mem_ms), color="gray", lw=0.8,
+                      ls="-.", label="limit, M<128: 8/(4.25+16/G)")  # fmt: skip
+        if comp_ms:
+            ax.hlines(compute_formula(int(G)), min(comp_ms), max(comp_ms), color="gray", lw=0.8,
+                      ls="--", label="limit, M>=128: 0.5/(0.25+1/G)")  # fmt: skip
         ax.axhline(1.0, color="black", lw=0.5)
         ax.set_xscale("log", base=2)
         ax.set_xticks(ms)
