@@ -77,16 +77,38 @@ def _as_lists(gemms, dataflows, knobs, where: str) -> tuple:
         if isinstance(value, Mapping) or not isinstance(value, Iterable):
             raise UserInputError(where, f"{name} must be a list (or a single one), got "
                                  f"{_clip(value)}", name)  # fmt: skip
-    if knobs is not None:
-        if not isinstance(knobs, Mapping):
-            raise UserInputError(where, f"knobs must map dataflow → knobs, got {_clip(knobs)}",
-                                 "knobs")  # fmt: skip
-        for flow, given in knobs.items():
-            if not isinstance(given, Mapping):  # e.g. {"G": 64}: a knob, not a dataflow
-                raise UserInputError(where, f"knobs must map dataflow → knobs, e.g. "
-                                     f"{{'osc': {{'G': 64}}}}; got {_clip(flow)}: "
-                                     f"{_clip(given)}", "knobs")  # fmt: skip
+    check_knob_map(knobs, where)
     return gemms, dataflows
+
+
+def check_knob_map(knobs: object, where: str) -> None:
+    """``knobs`` is None or maps dataflow → its knobs (``{"G": 64}`` is a knob, not that)."""
+    if knobs is None:
+        return
+    if not isinstance(knobs, Mapping):
+        raise UserInputError(where, f"knobs must map dataflow → knobs, got {_clip(knobs)}",
+                             "knobs")  # fmt: skip
+    for flow, given in knobs.items():
+        if not isinstance(given, Mapping):
+            raise UserInputError(where, f"knobs must map dataflow → knobs, e.g. "
+                                 f"{{'osc': {{'G': 64}}}}; got {_clip(flow)}: "
+                                 f"{_clip(given)}", "knobs")  # fmt: skip
+
+
+def check_jobs(jobs: object, where: str) -> None:
+    """A whole number of worker processes ≥ 1."""
+    if isinstance(jobs, bool) or not isinstance(jobs, numbers.Integral) or jobs < 1:
+        raise UserInputError(where, f"jobs must be a whole number ≥ 1, got {_clip(jobs)}", "jobs")
+
+
+def unique(items) -> list:
+    """``items`` in their order, each once (a dataflow named twice runs once: its rows would
+    count twice); unhashable items are compared by equality, so a bad one is reported later."""
+    out: list = []
+    for item in items:
+        if item not in out:
+            out.append(item)
+    return out
 
 
 def _check_batch(knobs, flows: list[str], jobs: object, stats_for: object, where: str) -> None:
@@ -96,8 +118,7 @@ def _check_batch(knobs, flows: list[str], jobs: object, stats_for: object, where
     if unused:
         raise UserInputError(where, f"knobs for {', '.join(unused)}, which this run does not "
                              f"include (its dataflows: {', '.join(flows)})", "knobs")  # fmt: skip
-    if isinstance(jobs, bool) or not isinstance(jobs, numbers.Integral) or jobs < 1:
-        raise UserInputError(where, f"jobs must be a whole number ≥ 1, got {_clip(jobs)}", "jobs")
+    check_jobs(jobs, where)
     if stats_for is not None and not callable(stats_for):
         raise UserInputError(where, "stats_for must be a function gemm → statistics (or None), "
                              f"got {_clip(stats_for)}", "stats_for")  # fmt: skip
@@ -107,10 +128,7 @@ def _loaded(arch, gemms, dataflows, where: str) -> tuple[Arch, list[Gemm], list[
     """The architecture loaded and the GEMMs parsed; at least one GEMM and one dataflow."""
     arch = load_arch(arch)
     gemms = [_as_gemm(g) for g in gemms]
-    flows: list = []
-    for flow in dataflows:  # a dataflow named twice runs once (its rows would count twice)
-        if flow not in flows:
-            flows.append(flow)
+    flows = unique(dataflows)
     if not gemms or not flows:
         raise UserInputError(where, "needs at least one GEMM and one dataflow")
     return arch, gemms, flows

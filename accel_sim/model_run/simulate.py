@@ -33,7 +33,6 @@ same way for all of them. Modelling assumptions (also in every result's ``notes`
 from __future__ import annotations
 
 import json
-import numbers
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -42,6 +41,7 @@ from typing import Any
 import pandas as pd
 
 from accel_sim.api import simulate
+from accel_sim.api_checks import check_jobs, check_knob_map, unique
 from accel_sim.arch.load import load_arch
 from accel_sim.arch.schema import Arch
 from accel_sim.dataflow.common import FP16_BYTES
@@ -200,16 +200,9 @@ def simulate_model(
     spec = model if isinstance(model, ModelSpec) else load_model(model)
     if isinstance(dataflows, Mapping) or not isinstance(dataflows, str | Iterable):
         raise UserInputError("dataflows", f"must be a name or a list of names, got {dataflows!r}")
-    if knobs is not None and not (isinstance(knobs, Mapping)
-                                  and all(isinstance(v, Mapping) for v in knobs.values())):
-        raise UserInputError("knobs", "must map dataflow → knobs, e.g. {'osc': {'G': 64}}, got "
-                             f"{knobs!r}")  # fmt: skip
-    if isinstance(jobs, bool) or not isinstance(jobs, numbers.Integral) or jobs < 1:
-        raise UserInputError("jobs", f"must be a whole number ≥ 1, got {jobs!r}")
-    flows = []
-    for flow in [dataflows] if isinstance(dataflows, str) else dataflows:
-        if flow not in flows:  # a dataflow named twice runs once (not two rows of it)
-            flows.append(flow)
+    check_knob_map(knobs, "simulate_model()")
+    check_jobs(jobs, "simulate_model()")
+    flows = unique([dataflows] if isinstance(dataflows, str) else dataflows)
     expanded = "all" in flows
     if expanded:
         flows = dataflow_names()

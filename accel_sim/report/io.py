@@ -133,6 +133,19 @@ def _wide_ints_as_decimals(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def provenance(packages: tuple[str, ...]) -> dict[str, Any]:
+    """The code that produced an output, for its manifest: accel-sim's version, a hash of the
+    package's sources (``result_cache``'s key), Python's and ``packages``' versions."""
+    import platform
+    from importlib.metadata import version
+
+    from accel_sim import __version__, result_cache
+
+    return {"accel_sim": __version__, "source_sha256": result_cache._SOURCE,
+            "python": platform.python_version(),
+            "packages": {name: version(name) for name in packages}}  # fmt: skip
+
+
 def sha256_file(path: str | Path) -> str:
     """Hex sha256 of a file's bytes (manifests record it for every input and output)."""
     import hashlib

@@ -193,11 +193,7 @@ def write_manifest(sweep, out: Path) -> Path:
     architecture, engine, grid, dataflows, workloads), the base architecture file's sha256, the
     code (a hash of the package's sources, the versions) and each output file's sha256. No time
     stamp: a rerun that computes nothing rewrites it unchanged."""
-    import platform
-    from importlib.metadata import version
-
-    from accel_sim import __version__, result_cache
-    from accel_sim.report.io import sha256_file, write_json
+    from accel_sim.report.io import provenance, sha256_file, write_json
 
     files = ("results.parquet", "results.csv", "pareto.png", "heatmap.png")
     doc = {
@@ -205,10 +201,7 @@ def write_manifest(sweep, out: Path) -> Path:
         "spec": sweep.spec.model_dump(mode="json"),
         "base_arch_sha256": sweep.base_sha256,
         "points": len(list((out / "points").glob("*.parquet"))),
-        "accel_sim": __version__,
-        "source_sha256": result_cache._SOURCE,
-        "python": platform.python_version(),
-        "packages": {name: version(name) for name in ("simpy", "numpy", "pandas", "dask")},
+        **provenance(("simpy", "numpy", "pandas", "dask")),
         "files": {name: sha256_file(out / name) for name in files if (out / name).is_file()},
     }
     return write_json(doc, out / "manifest.json")

@@ -106,11 +106,7 @@ def _write_manifest(result, out: Path, files: list[Path]) -> Path:
     header (its architectures and engine), the code (a hash of the package's sources and the
     versions that key the result cache) and each file's sha256. No time stamp: identical inputs
     give identical files."""
-    import platform
-    from importlib.metadata import version
-
-    from accel_sim import __version__, result_cache
-    from accel_sim.report.io import sha256_file, write_json
+    from accel_sim.report.io import provenance, sha256_file, write_json
 
     doc = {
         "command": f"accel-sim table {result.name}",
@@ -118,10 +114,7 @@ def _write_manifest(result, out: Path, files: list[Path]) -> Path:
         # (without the wall time a header line may give: not an input)
         "header": [re.sub(r";? ?built in [0-9.]+ s", "", line) for line in result.header],
         "engine": "des (the cycle-level engine; every table runs it)",
-        "accel_sim": __version__,
-        "source_sha256": result_cache._SOURCE,
-        "python": platform.python_version(),
-        "packages": {name: version(name) for name in ("simpy", "numpy", "pandas", "numba")},
+        **provenance(("simpy", "numpy", "pandas", "numba")),
         "files": {p.name: sha256_file(p) for p in files},
         "notes": list(result.notes),
     }
