@@ -71,6 +71,18 @@ def agreement(arch_name: str, flow: str, arch, op: MatmulOp) -> Agreement:
     return Agreement(arch_name, flow, op, simulate_program(program).cycles, twin_cycles(program))
 
 
+def knob_choices(dataflow: str, K: int) -> dict[str, tuple]:
+    """Per knob, the values the monotonicity checks draw from for ``dataflow`` on a GEMM of
+    depth ``K`` (``tests/test_mapper_properties.py``, ``benchmarks/bench_mapper_properties.py``):
+    MUXQ's and LLM.int8's outlier channels, which their plans need and no trace gives there
+    (0 … min(K, 64)), and OSC's group size; other dataflows run on their defaults."""
+    if dataflow in ("muxq", "llm_int8"):
+        return {"outlier_channels": tuple(range(min(K, 64) + 1))}
+    if dataflow == "osc":
+        return {"G": (16, 32, 64)}
+    return {}
+
+
 #: Resources :func:`more_hardware` can grow.
 HARDWARE = ("capacity", "bandwidth", "buffers", "rate")
 
