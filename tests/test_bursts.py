@@ -46,9 +46,24 @@ def test_a_transfer_is_split_into_bursts_that_add_up():
     assert plain.bursts(0, 1, 10_000) == (plain.port_cycles(0, 1, 10_000),)
 
 
-def test_a_burst_must_be_positive():
-    with pytest.raises(UserInputError, match="burst_bytes"):
-        _with_dram_burst("ascend_like_cube", 0)
+@pytest.mark.parametrize("burst", [0, 1, 63])
+def test_a_burst_is_at_least_a_cache_line(burst):
+    """Each burst is one DES event: a 1-byte grain took a 2048³ FP16 run on the cube past
+    150 s, so the schema refuses grains below 64 B, in one line naming the field."""
+    with pytest.raises(UserInputError, match="burst_bytes.*greater than or equal to 64"):
+        _with_dram_burst("ascend_like_cube", burst)
+    assert _with_dram_burst("ascend_like_cube", 64).memory[0].burst_bytes == 64
+
+
+def test_a_vector_unit_has_at_least_one_lane():
+    """``vector.bytes_per_cycle`` counts FP16 lanes × 2 bytes: 1 B/cycle would be no lane at
+    all (it divided by zero), so the schema refuses it; an odd count's last byte is idle."""
+    data = json.loads(load_arch("systolic_32x32_ws").model_dump_json())
+    data["vector"]["bytes_per_cycle"] = 1
+    with pytest.raises(UserInputError, match="vector.bytes_per_cycle"):
+        arch_from_dict(data, "one-byte vector")
+    data["vector"]["bytes_per_cycle"] = 3
+    assert arch_from_dict(data, "three-byte vector").vector.lanes == 1
 
 
 def test_small_loads_no_longer_wait_for_whole_stores():

@@ -31,6 +31,10 @@ MAX_LATENCY_CYCLES = 10**6
 MIN_BYTES_PER_CYCLE, MAX_BYTES_PER_CYCLE = 2.0**-10, 1e9
 #: Largest capacity or in-flight window of a memory level, bytes (1 PiB).
 MAX_CAPACITY_BYTES = 2**50
+#: Smallest ``burst_bytes``: each burst is one DES event, and a grain below a cache line only
+#: costs time (a 1-byte grain took a 2048³ FP16 run on the cube past 150 s; docs/engine.md
+#: finds 2 KB and 128 B within 0.03 % of each other).
+MIN_BURST_BYTES = 64
 #: Largest per-action energy (pJ/byte, pJ/op, pJ/MAC) or leakage power (mW).
 MAX_ENERGY_VALUE = 1e9
 #: Largest count of parallel hardware (comparators per cycle, PEs along one side).

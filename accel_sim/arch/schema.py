@@ -27,6 +27,7 @@ from accel_sim.arch.base import (
     MAX_ENERGY_VALUE,
     MAX_LATENCY_CYCLES,
     MAX_PARALLEL,
+    MIN_BURST_BYTES,
     MIN_BYTES_PER_CYCLE,
     MIN_CLOCK_HZ,
     MIN_EFFICIENCY,
@@ -51,9 +52,10 @@ class VectorUnit(Strict):
     """SIMD unit for element-wise work (absmax, quantize, dequantize, softmax, norms)."""
 
     bytes_per_cycle: StrictInt = Field(
-        gt=0,
+        ge=2,
         le=int(MAX_BYTES_PER_CYCLE),
-        description=f"FP16 lanes × 2 bytes processed per cycle, 1..{MAX_BYTES_PER_CYCLE:.0e}",
+        description=f"FP16 lanes × 2 bytes processed per cycle (at least one lane), "
+                    f"2..{MAX_BYTES_PER_CYCLE:.0e}",
     )
     startup_cycles: StrictInt = Field(
         0,
@@ -61,6 +63,11 @@ class VectorUnit(Strict):
         le=MAX_LATENCY_CYCLES,
         description=f"fixed issue cost per vector op, cycles, 0..{MAX_LATENCY_CYCLES}",
     )
+
+    @property
+    def lanes(self) -> int:
+        """FP16 elements the unit processes per cycle (an odd byte count's last byte is idle)."""
+        return self.bytes_per_cycle // 2
 
 
 class EarlyBirdComparator(Strict):
@@ -116,12 +123,13 @@ class MemoryLevel(Strict):
     )
     burst_bytes: StrictInt | None = Field(
         None,
-        gt=0,
+        ge=MIN_BURST_BYTES,
         le=MAX_CAPACITY_BYTES,
-        description="bytes (1..2**50) a transfer into or out of this level moves per grant of "
-        "its ports: a longer tile holds them a burst at a time and queues again, first come, "
-        "first served, for the rest, so other requests interleave at burst granularity (a "
-        "memory controller's); None = a whole tile per grant",
+        description=f"bytes ({MIN_BURST_BYTES}..2**50) a transfer into or out of this level "
+        "moves per grant of its ports: a longer tile holds them a burst at a time and queues "
+        "again, first come, first served, for the rest, so other requests interleave at burst "
+        "granularity (a memory controller's); None = a whole tile per grant. Each burst costs "
+        "the DES one event: a simulation grain, not a DRAM burst length",
     )
     holds: list[Operand] = Field(min_length=1, description="operands staged in this level")
     buffers: StrictInt = Field(

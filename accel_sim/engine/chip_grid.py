@@ -178,7 +178,7 @@ def reduce_cycles(arch: Arch, op: MatmulOp, gk: int, active: int) -> tuple[int, 
     read = math.ceil(outputs * gk * op.accumulator_bits / 8)
     write = math.ceil(outputs * op.c_bits / 8)
     ops = outputs * (gk - 1 + op.epilogue_ops_per_output)
-    lanes = arch.vector.bytes_per_cycle // 2 * active
+    lanes = arch.vector.lanes * active
     cycles = arch.vector.startup_cycles + max(
         math.ceil(ops / lanes), MemorySystem(arch).stream_cycles(0, read, write)
     )

@@ -248,7 +248,7 @@ class _Epilogue(_Proc):
         super().__init__(engine, "epilogue")
         self.track = "vector unit"
         self.upstream, self.out_store = upstream, out_store
-        self.lanes = engine.program.arch.vector.bytes_per_cycle // 2
+        self.lanes = engine.program.arch.vector.lanes
         self.ops, self.last_index = ops_per_output, last_index
         self.process = self.env.process(self.run())
 

@@ -116,7 +116,7 @@ def _vector(arch: Arch, op: VectorOp) -> OpResult:
     """A streaming pass; on a chip split evenly over every core's vector unit and per-core
     levels (``engine/chip.py``: ``stream_view``), shared levels as they are."""
     arch = stream_view(arch)
-    lanes = arch.vector.bytes_per_cycle // 2
+    lanes = arch.vector.lanes
     level = 1 if op.read_bytes + op.write_bytes <= arch.memory[1].capacity_bytes else 0
     work = math.ceil(op.elements * op.ops_per_element / lanes)
     traffic = MemorySystem(arch).access_cycles(level, op.read_bytes, op.write_bytes)

@@ -418,7 +418,7 @@ def _store_bound(program: Program, fill: int, ports: dict | None = None) -> int:
                  for r, c in first_loads.items()))  # fmt: skip
     closing = program.step_at(group - 1)
     if program.op.epilogue_ops_per_output:
-        lanes = arch.vector.bytes_per_cycle // 2
+        lanes = arch.vector.lanes
         done += math.ceil(closing.outputs * program.op.epilogue_ops_per_output / lanes)
     arrival: dict = {}
     _way_out(program, closing, done, {}, arrival)  # the first tile's way out queues on nothing

@@ -91,7 +91,7 @@ def _plan(program: Program) -> tuple:
                        for k, j in enumerate(c_chain[:-1]))  # fmt: skip
         plan = program.__dict__["_twin_plan"] = (
             links, tuple(hops), c_chain[0], _acc_buffers(program), staged,
-            program.arch.vector.bytes_per_cycle // 2)  # fmt: skip
+            program.arch.vector.lanes)  # fmt: skip
     return plan
 
 
@@ -243,7 +243,7 @@ def _digit_count(count: int, digit: int) -> int:
 def _epilogue(program: Program, outputs: int) -> int:
     if not (program.op.epilogue_ops_per_output and outputs):
         return 0
-    lanes = program.arch.vector.bytes_per_cycle // 2
+    lanes = program.arch.vector.lanes
     return math.ceil(outputs * program.op.epilogue_ops_per_output / lanes)
 
 
