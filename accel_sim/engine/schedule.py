@@ -59,6 +59,26 @@ class Segment:
     start: int = -1
     end: int = -1
     waited: list[Segment] = field(default_factory=list)  # what it may have waited for
+    #: per shared port (index into the rates), the fluid cycles it slowed the block by
+    slowed: dict[int, float] = field(default_factory=dict)
+
+    def contention(self, labels: tuple[str, ...]) -> dict[str, int]:
+        """The block's stretch (``end − start − work``, whole cycles) split over the ports that
+        slowed it, in proportion to how long each bound it, keyed by ``labels`` (per port;
+        ports with one label add up); the largest share takes the rounding."""
+        stretch = self.end - self.start - self.work
+        total = sum(self.slowed.values())
+        if stretch <= 0:
+            return {}
+        if total <= 0:  # (only the rounding of event times up to whole cycles)
+            return {labels[0]: stretch}
+        shares: dict[str, float] = {}
+        for port, cycles in self.slowed.items():
+            shares[labels[port]] = shares.get(labels[port], 0.0) + cycles / total
+        out = {label: int(stretch * share) for label, share in shares.items()}
+        top = max(shares, key=lambda label: (shares[label], label))
+        out[top] += stretch - sum(out.values())
+        return {label: v for label, v in out.items() if v}
 
 
 @dataclass
@@ -148,26 +168,28 @@ def split(cycles: int, blocks: int) -> list[int]:
     return [(i + 1) * cycles // blocks - i * cycles // blocks for i in range(blocks)]
 
 
-class _Dram:
-    """The DRAM ports as a fluid resource shared max-min fairly (module docstring)."""
+class _SharedPorts:
+    """The shared ports as a fluid resource, each shared max-min fairly (module docstring)."""
 
     def __init__(self, env: simpy.Environment, rates: tuple[float, ...]) -> None:
         self.env, self.rates = env, rates
-        self.active: dict[int, list] = {}  # key -> [remaining work, demands, done event]
+        self.active: dict[int, list] = {}  # key -> [remaining work, demands, done event, slowed]
         self.speed: dict[int, float] = {}
+        self.binding: dict[int, int] = {}  # key -> the port that sets its speed (if below 1)
         self.last = 0
         self.key = 0
         self.wake = env.event()
         env.process(self._loop())
 
-    def run(self, work: int, demand: tuple[float, ...]):
-        """An event that fires when ``work`` standalone cycles of a job are done."""
+    def run(self, work: int, demand: tuple[float, ...], slowed: dict[int, float]):
+        """An event that fires when ``work`` standalone cycles of a job are done; ``slowed``
+        gets, per port, the cycles that port held the job below full speed."""
         if work <= 0 or not any(demand):
             return self.env.timeout(max(work, 0))
         self._advance()
         done = self.env.event()
         self.key += 1
-        self.active[self.key] = [float(work), demand, done]
+        self.active[self.key] = [float(work), demand, done, slowed]
         self.speed[self.key] = 0.0  # until the loop re-solves the shares, now
         if not self.wake.triggered:
             self.wake.succeed()
@@ -179,12 +201,17 @@ class _Dram:
         for key in list(self.active):
             entry = self.active[key]
             entry[0] -= self.speed[key] * elapsed
+            if self.speed[key] < 1.0 and key in self.binding and elapsed:
+                port = self.binding[key]
+                entry[3][port] = entry[3].get(port, 0.0) + (1.0 - self.speed[key]) * elapsed
             if entry[0] <= 1e-6:
                 entry[2].succeed()
                 del self.active[key], self.speed[key]
+                self.binding.pop(key, None)
 
     def _solve(self) -> None:
         speed = {key: 1.0 for key in self.active}
+        binding: dict[int, int] = {}
         for port, rate in enumerate(self.rates):
             users = sorted((entry[1][port], key) for key, entry in self.active.items()
                            if entry[1][port] > 0)  # fmt: skip
@@ -192,8 +219,9 @@ class _Dram:
             for i, (demand, key) in enumerate(users):
                 give = min(demand, left / (len(users) - i))
                 left -= give
-                speed[key] = min(speed[key], give / demand)
-        self.speed = speed
+                if give / demand < speed[key]:
+                    speed[key], binding[key] = give / demand, port
+        self.speed, self.binding = speed, binding
 
     def _loop(self):
         while True:
@@ -250,7 +278,7 @@ def simulate_schedule(jobs: tuple[Job, ...], deps, blocks: int,
 def _simulate_schedule(jobs: tuple[Job, ...], deps, blocks: int,
                        rates: tuple[float, ...]) -> Schedule:  # fmt: skip
     env = simpy.Environment()
-    dram = _Dram(env, rates)
+    ports = _SharedPorts(env, rates)
     units = {job.unit: simpy.PriorityResource(env) for job in jobs}
     last_on = {unit: None for unit in units}
     segs = [[Segment(k, i, w) for i, w in enumerate(split(job.cycles, blocks))]
@@ -274,7 +302,7 @@ def _simulate_schedule(jobs: tuple[Job, ...], deps, blocks: int,
             yield req
             seg.start = env.now
             seg.waited = waits + ([last_on[job.unit]] if last_on[job.unit] else [])
-            yield dram.run(seg.work, demands[k])
+            yield ports.run(seg.work, demands[k], seg.slowed)
             seg.end = env.now
             last_on[job.unit] = seg
             units[job.unit].release(req)
@@ -330,7 +358,8 @@ def closed_form_cycles(jobs: tuple[Job, ...], deps, blocks: int,
 class Placed:
     """An operation as scheduled: ``exposed`` cycles (its share of the run: the critical chain's
     time in it), ``stalls`` charged to it (the matrix unit's idle cycles while it was critical,
-    a matmul's own stalls and its ``dram:contention`` stretch), its unit's ``busy`` cycles and
+    a matmul's own stalls and its stretch by shared ports, ``dram:contention`` and
+    ``<level>:contention``), its unit's ``busy`` cycles and
     [``start``, ``end``) of its first and last row block."""
 
     exposed: int
@@ -347,29 +376,48 @@ def blocks_for(arch, plan) -> int:
     return max(1, min(MAX_BLOCKS, math.ceil(rows / arch.compute.output_tile_side())))
 
 
-def dram_ports(arch) -> tuple[tuple[float, ...], bool]:
-    """(bandwidth of each DRAM port in bytes/cycle, whether reads and writes share one)."""
+def shared_ports(arch) -> tuple[tuple[tuple[str, str], ...], tuple[float, ...]]:
+    """The ports concurrent units share, as ((level name, "rw" | "r" | "w"), ...) and their
+    bandwidths in bytes/cycle: DRAM's and the first on-chip level's, the two a vector pass
+    reads and writes (``engine/run.py``), where the matmul beside it moves its operands too (on
+    a chip only if that level is shared: a per-core level's traffic is spread over the cores,
+    each with its own ports). A level whose reads and writes share one port
+    (``shared_port``) has one ``"rw"`` port."""
     from accel_sim.engine.memory import MemorySystem
 
     mem = MemorySystem(arch)
-    if arch.memory[0].shared_port:
-        return (mem._level_rate(0, "r"),), True
-    return (mem._level_rate(0, "r"), mem._level_rate(0, "w")), False
+    names, rates = [], []
+    for i, level in enumerate(arch.memory[:2]):
+        if i and arch.cores > 1 and not level.shared:
+            continue
+        kinds = ("rw",) if level.shared_port else ("r", "w")
+        for kind in kinds:
+            names.append((level.name, kind))
+            rates.append(mem._level_rate(i, "r" if kind == "rw" else kind))
+    return tuple(names), tuple(rates)
+
+
+def contention_labels(arch) -> tuple[str, ...]:
+    """Per shared port (:func:`shared_ports`), the stall that names it when it slows a matmul:
+    ``dram:contention`` for DRAM's, ``<level>:contention`` for the first on-chip level's."""
+    first = arch.memory[0].name
+    return tuple("dram:contention" if name == first else f"{name}:contention"
+                 for name, _ in shared_ports(arch)[0])  # fmt: skip
 
 
 def plan_jobs(arch, plan, results) -> tuple[tuple[Job, ...], tuple[float, ...]]:
     """The jobs of ``plan`` from its operations' standalone ``results`` (``engine/run.py``),
-    and the DRAM port rates."""
+    each with its bytes on every shared port (:func:`shared_ports`), and those ports' rates."""
     from accel_sim.dataflow.plan import unit_of
 
-    rates, shared = dram_ports(arch)
-    name = arch.memory[0].name
+    ports, rates = shared_ports(arch)
     jobs = []
     for op, res in zip(plan.ops, results):
-        read = res.counts.bytes_read.get(name, 0)
-        write = res.counts.bytes_written.get(name, 0)
-        dram = (read + write,) if shared else (read, write)
-        jobs.append(Job(op.name, res.kind, unit_of(op), res.cycles, tuple(map(float, dram))))
+        read, written = res.counts.bytes_read, res.counts.bytes_written
+        demand = tuple(float((read.get(name, 0) if kind != "w" else 0)
+                             + (written.get(name, 0) if kind != "r" else 0))
+                       for name, kind in ports)  # fmt: skip
+        jobs.append(Job(op.name, res.kind, unit_of(op), res.cycles, demand))
     return tuple(jobs), rates
 
 
@@ -377,6 +425,7 @@ def schedule_plan(arch, plan, results) -> tuple[Schedule, list[Placed]]:
     """Schedule ``plan``'s operations (standalone ``results``) on concurrent units."""
     jobs, rates = plan_jobs(arch, plan, results)
     sched = simulate_schedule(jobs, plan.graph(), blocks_for(arch, plan), rates)
+    labels = contention_labels(arch)
     exposed = sched.exposed()
     idle = sched.idle_by_job("matrix")
     placed = []
@@ -384,9 +433,9 @@ def schedule_plan(arch, plan, results) -> tuple[Schedule, list[Placed]]:
         stalls: dict[str, int] = {}
         if job.unit == "matrix":
             stalls = {key: int(v) for key, v in res.stalls.items() if v}
-            stretch = sum(s.end - s.start - s.work for s in row)
-            if stretch:
-                stalls["dram:contention"] = stretch
+            for seg in row:
+                for cause, cycles in seg.contention(labels).items():
+                    stalls[cause] = stalls.get(cause, 0) + cycles
         if idle[k]:
             cause = sched.idle_cause(k)
             stalls[cause] = stalls.get(cause, 0) + idle[k]

@@ -42,9 +42,10 @@ def record_overlap(recorder: Recorder, arch: Arch, plan: Plan, result,
                     collapse: bool) -> None:  # fmt: skip
     """An overlapped run: the critical path on ``plan``, each unit's row blocks on its track,
     the matrix unit's idle cycles as stalls named by what it waited on."""
-    from accel_sim.engine.schedule import split
+    from accel_sim.engine.schedule import contention_labels, split
 
     sched = result.schedule
+    labels = contention_labels(arch)
     recorder.offset = 0
     t = 0
     for seg in sched.critical:  # the critical chain, one span per stretch of one op
@@ -76,7 +77,8 @@ def record_overlap(recorder: Recorder, arch: Arch, plan: Plan, result,
             matrix += [
                 (
                     s.start,
-                    lambda s=s, op=op, res=res, row=row: _block(recorder, op, res, row, s, split),
+                    lambda s=s, op=op, res=res, row=row: _block(recorder, op, res, row, s, split,
+                                                                labels),
                 )
                 for s in row
                 if s.end > s.start
@@ -102,15 +104,20 @@ def record_overlap(recorder: Recorder, arch: Arch, plan: Plan, result,
     recorder.offset = 0
 
 
-#: Stall causes the schedule adds to a matmul's own (waits on other ops, DRAM contention).
-_PLAN_CAUSES = ("vector:", "comparator:", "transfer:", "wait:", "dram:contention")
+#: Stall causes the schedule adds to a matmul's own (waits on other ops; contention on a
+#: shared port, ``dram:contention`` or ``<level>:contention``: :func:`_from_plan`).
+_PLAN_CAUSES = ("vector:", "comparator:", "transfer:", "wait:")
+
+
+def _from_plan(cause: str) -> bool:
+    return cause.startswith(_PLAN_CAUSES) or cause.endswith(":contention")
 
 
 def _whole(recorder: Recorder, arch: Arch, op: MatmulOp, result, k: int, start: int,
            collapse: bool) -> None:  # fmt: skip
     """A matmul that ran in one piece: its DES recording from ``start``."""
     res = result.ops[k]
-    own = {c: v for c, v in res.stalls.items() if not c.startswith(_PLAN_CAUSES)}
+    own = {c: v for c, v in res.stalls.items() if not _from_plan(c)}
     alone = replace(res, cycles=res.alone_cycles, stalls=own)
     recorder.rename = {"vector unit": "vector unit (matmul epilogue)"}
     try:
@@ -119,13 +126,15 @@ def _whole(recorder: Recorder, arch: Arch, op: MatmulOp, result, k: int, start: 
         recorder.rename = {}
 
 
-def _block(recorder: Recorder, op: MatmulOp, res, row, seg, split) -> None:
+def _block(recorder: Recorder, op: MatmulOp, res, row, seg, split,
+           labels: tuple[str, ...]) -> None:  # fmt: skip
     """Row block ``seg`` of a matmul cut up by waits: its share of the compute cycles and
-    (filled in order) of its own stalls, plus its ``dram:contention`` stretch."""
+    (filled in order) of its own stalls, plus its stretch by the shared ports (``labels``:
+    ``schedule.contention_labels``)."""
     alone, compute = res.alone_cycles, res.compute_cycles
     before = sum(s.work for s in row[: seg.block])
     busy = (before + seg.work) * compute // alone - before * compute // alone if alone else 0
-    own = {c: v for c, v in res.stalls.items() if not c.startswith(_PLAN_CAUSES)}
+    own = {c: v for c, v in res.stalls.items() if not _from_plan(c)}
     room_before = before - before * compute // alone if alone else 0
     room = seg.work - busy
     sums: dict[str, int] = {"busy_cycles": busy}
@@ -136,7 +145,7 @@ def _block(recorder: Recorder, op: MatmulOp, res, row, seg, split) -> None:
         room -= give
         if give:
             sums[f"stall:{cause}"] = give
-    if seg.end - seg.start > seg.work:
-        sums["stall:dram:contention"] = seg.end - seg.start - seg.work
+    for cause, cycles in seg.contention(labels).items():
+        sums[f"stall:{cause}"] = cycles
     recorder.span(UNIT, f"{op.name} rows {seg.block}", seg.start, seg.end, "compute",
                   {"block": seg.block, "alone_cycles": seg.work}, sums)  # fmt: skip

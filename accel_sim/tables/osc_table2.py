@@ -78,7 +78,8 @@ def _sum(ops, kinds: Sequence[str], field: str = "cycles") -> int:
 
 
 def _mem_stalls(result) -> int:
-    return sum(v for k, v in result.stalls.items() if k.startswith(("load:", "store:", "dram:")))
+    return sum(v for k, v in result.stalls.items()
+               if k.startswith(("load:", "store:")) or k.endswith(":contention"))  # fmt: skip
 
 
 def _top_stall(result, matmul_busy: int) -> str:
@@ -259,8 +260,9 @@ def _notes(detail: pd.DataFrame, arch) -> list[str]:
             "the other's panel; the M×N FP16 output, the same in both schemes) stalls it more, "
             "and where W8A8's INT8 operands stall more than OSC's 4.25-bit ones "
             "(L2->L1) ours goes above the matrix-only ratio; memory stalls include "
-            "dram:contention, the matmul slowed while its scheme's vector pass shares HBM with "
-            "it. That sharing sets the top of the range: where W8A8's pass (FP16 X plus its INT8 "
+            "contention, the matmul slowed while its scheme's vector pass shares HBM or L2's "
+            "ports with it (dram:contention, L2:contention). That sharing sets the top of the "
+            "range: where W8A8's pass (FP16 X plus its INT8 "
             "copy) no longer fits the L2 share it streams from HBM beside the matmul and both "
             "slow down, while OSC's (X plus 4.25-bit blocks and the FP16 branch, fewer bytes) "
             "still runs from L2, hidden (the pass runs from the first on-chip level when its "
