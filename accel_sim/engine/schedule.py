@@ -9,17 +9,19 @@ cycles. A plan edge ``src → dst`` either streams (segment i of ``dst`` waits f
 buffer) or waits for all of ``src``. Segments of one unit are granted in order of (block, plan
 position) among those ready.
 
-**DRAM contention.** Every job has a DRAM demand per port: its DRAM bytes over its standalone
-cycles (bytes/cycle). Running alone a job progresses at speed 1 (its standalone time). While
-several jobs with DRAM traffic run, each DRAM port's bandwidth is shared max-min fairly (a job
-asking less than an equal share gets all it asks, the rest is split among the others) and a job
-progresses at the smallest ``granted / demanded`` over its ports: a fluid model, re-solved every
-time a job starts or ends, with event times rounded up to whole cycles. Nothing else is shared
-(the matmul's dequantize epilogue runs in its output path, as the DES times it).
+**Port contention.** Every job has a demand on each shared port (:func:`shared_ports`: DRAM's
+and the first on-chip level's, where vector passes read and write beside the matmul's loads):
+its bytes there over its standalone cycles (bytes/cycle). Running alone a job progresses at
+speed 1 (its standalone time). While several jobs run, each port's bandwidth is shared max-min
+fairly (a job asking less than an equal share gets all it asks, the rest is split among the
+others) and a job progresses at the smallest ``granted / demanded`` over its ports: a fluid
+model, re-solved every time a job starts or ends, with event times rounded up to whole cycles;
+each block records which port held it back for how long (:meth:`Segment.contention`). Nothing
+else is shared (the matmul's dequantize epilogue runs in its output path, as the DES times it).
 
 **Closed form** (:func:`closed_form_cycles`): the largest of the longest path through the
-segment graph (max-plus, no resource limits), each unit's total work and each DRAM port's total
-bytes over its bandwidth. Every schedule takes at least that; without DRAM contention and with
+segment graph (max-plus, no resource limits), each unit's total work and each shared port's
+total bytes over its bandwidth. Every schedule takes at least that; without DRAM contention and with
 one job per unit along a chain it is the schedule's makespan exactly (tests/test_overlap.py).
 """
 
@@ -40,7 +42,8 @@ BUFFER_BLOCKS = 2
 
 @dataclass(frozen=True)
 class Job:
-    """One operation: ``cycles`` alone (whole cycles), ``dram`` bytes per DRAM port."""
+    """One operation: ``cycles`` alone (whole cycles), ``dram`` its bytes on each shared port
+    (:func:`shared_ports`; the name is from when DRAM was the only one)."""
 
     name: str
     kind: str
@@ -259,7 +262,7 @@ _SCHEDULES_LIMIT = 4096
 def simulate_schedule(jobs: tuple[Job, ...], deps, blocks: int,
                       rates: tuple[float, ...]) -> Schedule:  # fmt: skip
     """Run ``jobs`` (``deps``: per job, (producer index, streamed) pairs; producers come
-    first) in ``blocks`` row blocks on their units, DRAM ports at ``rates`` bytes/cycle.
+    first) in ``blocks`` row blocks on their units, the shared ports at ``rates`` bytes/cycle.
 
     Memoised on everything but the jobs' names (a trace's layers of one shape schedule alike:
     the bare ``accel-sim run`` asks 1,907 schedules of 312 distinct ones), in this process and
@@ -336,7 +339,7 @@ def _critical(segs: list[list[Segment]], cycles: int) -> list[Segment]:
 def closed_form_cycles(jobs: tuple[Job, ...], deps, blocks: int,
                        rates: tuple[float, ...]) -> int:  # fmt: skip
     """The closed-form twin of :func:`simulate_schedule`: max(longest path through the
-    segment graph, each unit's total cycles, each DRAM port's bytes / bandwidth)."""
+    segment graph, each unit's total cycles, each shared port's bytes / bandwidth)."""
     finish: list[list[int]] = []
     for k, job in enumerate(jobs):
         row, t = [], 0
