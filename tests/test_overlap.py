@@ -339,3 +339,30 @@ def test_a_run_takes_at_least_its_shared_ports_bytes(arch, flow, M, K, N):
     except UserInputError:  # (this dataflow does not run on this architecture)
         return
     assert result.cycles >= _port_bound(result, load_arch(arch)) * (1 - 1e-9)
+
+
+def test_a_blocks_stretch_is_split_over_the_ports_that_held_it():
+    """``Segment.contention``: the whole stretch, in proportion to how long each port bound
+    the block (ports sharing a label add up), whole cycles by the largest remainders (1.75 and
+    5.25 cycles: 2 and 5); a stretch with no
+    port behind it (rounding up to whole cycles) is DRAM's."""
+    labels = ("dram:contention", "L2:contention", "L2:contention")
+    seg = S.Segment(job=0, block=0, work=100, start=0, end=107, slowed={0: 1.5, 1: 3.0, 2: 1.5})
+    assert seg.contention(labels) == {"L2:contention": 5, "dram:contention": 2}
+    assert sum(seg.contention(labels).values()) == 7
+    assert S.Segment(0, 0, 100, 0, 101).contention(labels) == {"dram:contention": 1}
+    assert S.Segment(0, 0, 100, 0, 100, slowed={1: 2.0}).contention(labels) == {}
+
+
+def test_contention_is_named_after_the_shared_ports():
+    """DRAM's ports are ``dram:contention``; the first on-chip level's take its name; a chip's
+    per-core first level is not shared (its cores each have their own ports)."""
+    cube = load_arch("ascend_like_cube")
+    assert S.shared_ports(cube)[0] == (("HBM", "rw"), ("L2", "r"), ("L2", "w"))
+    assert S.contention_labels(cube) == ("dram:contention", "L2:contention", "L2:contention")
+    data = json.loads(load_arch("ascend910b_chip").model_dump_json())
+    data["memory"][1]["shared"] = False
+    from accel_sim.arch.load import arch_from_dict
+
+    per_core = arch_from_dict(data, "per-core L2")
+    assert S.contention_labels(per_core) == ("dram:contention",)

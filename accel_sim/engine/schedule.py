@@ -68,7 +68,7 @@ class Segment:
     def contention(self, labels: tuple[str, ...]) -> dict[str, int]:
         """The block's stretch (``end − start − work``, whole cycles) split over the ports that
         slowed it, in proportion to how long each bound it, keyed by ``labels`` (per port;
-        ports with one label add up); the largest share takes the rounding."""
+        ports with one label add up), whole cycles by the largest-remainder rule."""
         stretch = self.end - self.start - self.work
         total = sum(self.slowed.values())
         if stretch <= 0:
@@ -78,9 +78,12 @@ class Segment:
         shares: dict[str, float] = {}
         for port, cycles in self.slowed.items():
             shares[labels[port]] = shares.get(labels[port], 0.0) + cycles / total
-        out = {label: int(stretch * share) for label, share in shares.items()}
-        top = max(shares, key=lambda label: (shares[label], label))
-        out[top] += stretch - sum(out.values())
+        exact = {label: stretch * share for label, share in shares.items()}
+        out = {label: int(v) for label, v in exact.items()}
+        # whole cycles left by the floors go to the largest remainders (largest-remainder rule)
+        left = stretch - sum(out.values())
+        for label in sorted(exact, key=lambda x: (out[x] - exact[x], x))[:left]:
+            out[label] += 1
         return {label: v for label, v in out.items() if v}
 
 
