@@ -42,14 +42,14 @@ BUFFER_BLOCKS = 2
 
 @dataclass(frozen=True)
 class Job:
-    """One operation: ``cycles`` alone (whole cycles), ``dram`` its bytes on each shared port
-    (:func:`shared_ports`; the name is from when DRAM was the only one)."""
+    """One operation: ``cycles`` alone (whole cycles), ``ports`` its bytes on each shared port
+    (:func:`shared_ports`)."""
 
     name: str
     kind: str
     unit: str
     cycles: int
-    dram: tuple[float, ...] = ()
+    ports: tuple[float, ...] = ()
 
 
 @dataclass
@@ -272,7 +272,7 @@ def simulate_schedule(jobs: tuple[Job, ...], deps, blocks: int,
     on disk (``result_cache.py``); the schedule handed out carries the caller's jobs and shares
     its segments, which nothing changes afterwards."""
     graph = tuple(tuple((int(p), bool(streamed)) for p, streamed in d) for d in deps)
-    key = (tuple((j.kind, j.unit, j.cycles, tuple(j.dram)) for j in jobs), graph, blocks,
+    key = (tuple((j.kind, j.unit, j.cycles, tuple(j.ports)) for j in jobs), graph, blocks,
            tuple(rates))  # fmt: skip
     hit = result_cache.recall("schedule", key, _SCHEDULES, _SCHEDULES_LIMIT)
     if hit is None:
@@ -291,7 +291,7 @@ def _simulate_schedule(jobs: tuple[Job, ...], deps, blocks: int,
             for k, job in enumerate(jobs)]  # fmt: skip
     done = [[env.event() for _ in range(blocks)] for _ in jobs]
     ahead = bounded_edges(deps)
-    demands = [tuple(b / job.cycles if job.cycles else 0.0 for b in job.dram) or
+    demands = [tuple(b / job.cycles if job.cycles else 0.0 for b in job.ports) or
                (0.0,) * len(rates) for job in jobs]  # fmt: skip
 
     def run(k: int):
@@ -355,7 +355,7 @@ def closed_form_cycles(jobs: tuple[Job, ...], deps, blocks: int,
     units: dict[str, int] = {}
     for job in jobs:
         units[job.unit] = units.get(job.unit, 0) + job.cycles
-    bytes_bound = max((math.ceil(sum(job.dram[p] for job in jobs if job.dram) / rate)
+    bytes_bound = max((math.ceil(sum(job.ports[p] for job in jobs if job.ports) / rate)
                        for p, rate in enumerate(rates)), default=0)  # fmt: skip
     return max(path, max(units.values(), default=0), bytes_bound)
 
@@ -391,16 +391,17 @@ def shared_ports(arch) -> tuple[tuple[tuple[str, str], ...], tuple[float, ...]]:
     (``shared_port``) has one ``"rw"`` port."""
     from accel_sim.engine.memory import MemorySystem
 
-    mem = MemorySystem(arch)
-    names, rates = [], []
-    for i, level in enumerate(arch.memory[:2]):
-        if i and arch.cores > 1 and not level.shared:
-            continue
-        kinds = ("rw",) if level.shared_port else ("r", "w")
-        for kind in kinds:
-            names.append((level.name, kind))
-            rates.append(mem._level_rate(i, "r" if kind == "rw" else kind))
-    return tuple(names), tuple(rates)
+    mem, index = MemorySystem(arch), {level.name: i for i, level in enumerate(arch.memory)}
+    names = _shared_port_names(arch)
+    return names, tuple(mem._level_rate(index[name], "r" if kind == "rw" else kind)
+                        for name, kind in names)  # fmt: skip
+
+
+def _shared_port_names(arch) -> tuple[tuple[str, str], ...]:
+    """:func:`shared_ports`' ports without their rates."""
+    return tuple((level.name, kind) for i, level in enumerate(arch.memory[:2])
+                 if not (i and arch.cores > 1 and not level.shared)
+                 for kind in (("rw",) if level.shared_port else ("r", "w")))  # fmt: skip
 
 
 def contention_labels(arch) -> tuple[str, ...]:
@@ -408,7 +409,7 @@ def contention_labels(arch) -> tuple[str, ...]:
     ``dram:contention`` for DRAM's, ``<level>:contention`` for the first on-chip level's."""
     first = arch.memory[0].name
     return tuple("dram:contention" if name == first else f"{name}:contention"
-                 for name, _ in shared_ports(arch)[0])  # fmt: skip
+                 for name, _ in _shared_port_names(arch))  # fmt: skip
 
 
 def plan_jobs(arch, plan, results) -> tuple[tuple[Job, ...], tuple[float, ...]]:
