@@ -83,13 +83,11 @@ _OPS_UP = dict(name="", M=133, K=4096, N=11008, precision="int16", a_bits=246.37
 
 
 def test_the_runner_up_is_run_and_kept_where_the_des_finds_it_faster():
-    """The model puts a K-above mapping of this matmul ahead of its K-innermost choice by less
-    than K_ABOVE_MARGIN (within its error there): the DES runs both and keeps the K-above one,
-    which it runs far faster (1.73 G vs 2.09 G cycles; the model said 1.99 G vs 2.09 G)."""
-    from accel_sim.dataflow.plan import MatmulOp
-
-    arch = load_arch("ops_bitslice")
-    op = MatmulOp(count=32, **_OPS_UP)
+    """1076x3394x854 W8A8 on rtx3090_like: the model puts a K-above mapping (48,846 cycles) ahead
+    of its K-innermost choice (49,708) by less than K_ABOVE_MARGIN (within its error there): the
+    DES runs both and keeps the K-above one, which it runs faster (48,830 against 50,448)."""
+    arch = load_arch("rtx3090_like")
+    op = replace(_op(arch, (1076, 3394, 854), "w8a8"), name="")
     _cold()
     choice = mapper.mapped_program(arch, op)
     second = mapper.runner_up(arch, op)
@@ -99,11 +97,23 @@ def test_the_runner_up_is_run_and_kept_where_the_des_finds_it_faster():
     assert 1 - mapper.K_ABOVE_MARGIN < twin_cycles(rival) / twin_cycles(choice) < 1
     program, timing = des_check.des_timing(arch, op)
     assert (program.mapping.tile, program.mapping.loops) == (second.tile, second.loops)
-    assert timing.cycles < 0.85 * simulate_program(choice).cycles
-    # steps are weighed per instance: one layer has the same choice and runner-up
-    one = MatmulOp(count=1, **_OPS_UP)
-    assert mapper.map_matmul(arch, one).loops[1:] == choice.mapping.loops[1:]
-    assert mapper.runner_up(arch, one).loops[1:] == second.loops[1:]
+    assert timing.cycles < simulate_program(choice).cycles
+
+
+def test_choices_are_weighed_per_instance():
+    """OPS's interleaved matmul of LLaMA-7B's up-projection over 32 layers and one layer get the
+    same mapping: its K-above loop order, which the DES runs in 1.73 G cycles for 32 layers
+    (the K-innermost order the model preferred before it charged a store queued ahead of the
+    streamed input on the shared LPDDR bus took 2.09 G; the DES check then ran both)."""
+    from accel_sim.dataflow.plan import MatmulOp
+
+    arch = load_arch("ops_bitslice")
+    _cold()
+    choice = mapper.mapped_program(arch, MatmulOp(count=32, **_OPS_UP))
+    assert choice.mapping.loops[-1].dim != "k"
+    one = mapper.map_matmul(arch, MatmulOp(count=1, **_OPS_UP))
+    assert one.loops[1:] == choice.mapping.loops[1:]
+    assert des_check.des_timing(arch, MatmulOp(count=32, **_OPS_UP))[1].cycles < 1.8e9
 
 
 def test_a_faster_candidate_that_moves_more_dram_bytes_must_win_by_their_dram_time():

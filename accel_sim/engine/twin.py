@@ -35,7 +35,7 @@ from collections import defaultdict
 from accel_sim.engine.program import Program
 from accel_sim.engine.twin_chains import _bounds, _heads, _store_bound, load_bound
 from accel_sim.engine.twin_first_pass import first_pass_estimate
-from accel_sim.engine.twin_groups import _prefetch_idle, _slot_chains, _turnover
+from accel_sim.engine.twin_groups import _prefetch_idle, _slot_chains, _store_ahead, _turnover
 from accel_sim.engine.twin_prefetch import prefetch_saving
 from accel_sim.engine.twin_steps import (  # noqa: F401 - step_busy, output_tiles: public here too
     _BUBBLE,
@@ -83,6 +83,7 @@ def body_cycles(program: Program, fill: int = 0, ports: dict | None = None) -> i
         for resource, cycles in step_busy(program, code).items():
             busy[resource] += cycles * times
     turnovers: dict[int, dict] = {}
+    stores_ahead: dict[int, int] = {}
     if g >= 0 and program.count[g] > 1:
         # a group's turnovers and slot chains read only its steps' classes: groups of the same
         # classes (shared class objects, ``Program.class_of``) share them
@@ -93,8 +94,11 @@ def body_cycles(program: Program, fill: int = 0, ports: dict | None = None) -> i
             hit = memo.get(key)
             if hit is None:
                 hit = memo[key] = (_turnover(program, g, radix, outer),
-                                   _slot_chains(program, g, radix, outer))  # fmt: skip
+                                   _slot_chains(program, g, radix, outer),
+                                   _store_ahead(program, g, radix, outer))  # fmt: skip
             turnovers[outer] = hit[0]
+            stores_ahead[outer] = hit[2]
+            busy["compute"] += hit[2]
             for port, idle in hit[0].items():
                 busy[port] += idle
             for slots, chain in hit[1].items():
@@ -125,6 +129,9 @@ def body_cycles(program: Program, fill: int = 0, ports: dict | None = None) -> i
         busy = adjusted.setdefault(last_group, dict(groups[last_group][1]))
         for port, idle in last_turnover.items():
             busy[port] -= idle
+    if stores_ahead.get(last_group):  # nor does an input tile follow the last tile's store
+        busy = adjusted.setdefault(last_group, dict(groups[last_group][1]))
+        busy["compute"] -= stores_ahead[last_group]
     if not spill:  # no group loop: the last step's way out is still in its group
         busy = adjusted.setdefault(last_group, dict(groups[last_group][1]))
         for resource, cycles in _downstream(program, program.code(n - 1)).items():
