@@ -105,6 +105,9 @@ def twin_grid(n: int, seed: int = 7) -> None:
                 f"{np.percentile(e, 90):7.2%}  max {e.max():7.2%}")  # fmt: skip
 
     print(line("all", errors) + f"   (target p90 <= 2 %, max <= 10 %; {took:.1f} s)")
+    geomean = float(np.exp(np.mean(np.log([r.des for r in rows]))))
+    print(f"  DES cycles of the mapper's choices: geometric mean {geomean:,.1f} (how good the "
+          "mappings the model picks are; compare across versions on one seed)")
     for arch in sorted({r.arch for r in rows}):
         print(line(arch, np.array([abs(r.error) for r in rows if r.arch == arch])))
     print("  largest gaps (model - DES):")

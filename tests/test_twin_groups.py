@@ -73,3 +73,4 @@ def test_a_store_goes_ahead_of_the_next_streamed_tile():
     des = simulate_program(program)
     assert des.cycles == 200090 and des.stalls["load:DRAM->FILTER_SRAM"] > 40000
     assert abs(twin_cycles(program) - des.cycles) <= 0.02 * des.cycles  # was -14.9 % without it
+
