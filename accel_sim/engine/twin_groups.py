@@ -1,8 +1,10 @@
 """Per-group adjustments of the closed-form twin's body (``twin.py``, ``body_cycles``): what a
 group of steps (one sweep of the innermost iterating loop) loses beyond its busiest resource's
 total — a port idling at a group's end for a slot (:func:`_turnover`), the longest chain of
-input slot holds (:func:`_slot_chains`) and, with K above the block loop, the next window's
-tile queued ahead (:func:`_prefetch_idle`). Cycles throughout.
+input slot holds (:func:`_slot_chains`), with K above the block loop the next window's tile
+queued ahead (:func:`_prefetch_idle`), and with K innermost the unit's stall when an output
+tile's store goes ahead of a streamed input's tile on a shared bus (:func:`_store_ahead`).
+Cycles throughout.
 """
 
 from __future__ import annotations
