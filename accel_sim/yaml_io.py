@@ -46,7 +46,18 @@ class _Refused(yaml.YAMLError):
 
 
 class _UniqueKeys:
-    """A loader mixin refusing a key given twice in one mapping."""
+    """A loader mixin refusing a key given twice in one mapping, and naming the line of a value
+    the constructor cannot build (an impossible date such as ``2020-13-45`` raises ValueError
+    inside PyYAML's timestamp constructor)."""
+
+    def construct_object(self, node: Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep=deep)
+        except (ValueError, TypeError, OverflowError) as err:
+            line = node.start_mark.line + 1
+            raise _Refused(f"cannot read the value {node.value!r} at line {line} ({err})"
+                           if isinstance(node.value, str) else
+                           f"cannot read the value at line {line} ({err})", None, line) from None
 
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict:
         if isinstance(node, MappingNode):
