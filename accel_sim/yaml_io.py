@@ -53,7 +53,8 @@ class _UniqueKeys:
     def construct_object(self, node: Node, deep: bool = False) -> Any:
         try:
             return super().construct_object(node, deep=deep)
-        except (ValueError, TypeError, OverflowError) as err:
+        except (ValueError, TypeError, OverflowError, AttributeError) as err:
+            # (AttributeError: an explicit !!timestamp tag on text its pattern does not match)
             line = node.start_mark.line + 1
             raise _Refused(f"cannot read the value {node.value!r} at line {line} ({err})"
                            if isinstance(node.value, str) else

@@ -161,6 +161,7 @@ YAML_CASES = {  # id: (text appended to / replacing the arch file, needles)
     "nested-sequences": ("=" + "- " * 200 + "1\n", ("nested deeper than 64",)),
     "unhashable-key": ("={[1]: 2}\n", ("line 1",)),
     "impossible-date": ("=name: x\nclock_hz: 2020-13-45\n", ("line 2", "2020-13-45")),
+    "tagged-non-date": ("=name: x\nclock_hz: !!timestamp soon\n", ("line 2", "soon")),
 }
 
 
