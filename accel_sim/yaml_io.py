@@ -56,9 +56,9 @@ class _UniqueKeys:
         except (ValueError, TypeError, OverflowError, AttributeError) as err:
             # (AttributeError: an explicit !!timestamp tag on text its pattern does not match)
             line = node.start_mark.line + 1
-            raise _Refused(f"cannot read the value {node.value!r} at line {line} ({err})"
-                           if isinstance(node.value, str) else
-                           f"cannot read the value at line {line} ({err})", None, line) from None
+            why = "not a date or time" if isinstance(err, AttributeError) else str(err)
+            what = f"the value {node.value!r}" if isinstance(node.value, str) else "the value"
+            raise _Refused(f"cannot read {what} at line {line} ({why})", None, line) from None
 
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict:
         if isinstance(node, MappingNode):
