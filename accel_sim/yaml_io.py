@@ -45,10 +45,11 @@ class _Refused(yaml.YAMLError):
         self.message, self.key, self.line = message, key, line
 
 
-class _UniqueKeys:
-    """A loader mixin refusing a key given twice in one mapping, and naming the line of a value
-    the constructor cannot build (an impossible date such as ``2020-13-45`` raises ValueError
-    inside PyYAML's timestamp constructor)."""
+class _StrictConstruction:
+    """A loader mixin (shared by the pure-Python and the libyaml loader) refusing a key given
+    twice in one mapping, and naming the line of a value the constructor cannot build (an
+    impossible date such as ``2020-13-45`` raises ValueError inside PyYAML's timestamp
+    constructor)."""
 
     def construct_object(self, node: Node, deep: bool = False) -> Any:
         try:
@@ -82,7 +83,7 @@ class _UniqueKeys:
         return super().construct_mapping(node, deep=deep)
 
 
-class _StrictLoader(_UniqueKeys, yaml.SafeLoader):
+class _StrictLoader(_StrictConstruction, yaml.SafeLoader):
     """``SafeLoader`` refusing duplicate keys and nesting deeper than :data:`MAX_DEPTH`."""
 
     def __init__(self, stream: str) -> None:
@@ -103,7 +104,7 @@ class _StrictLoader(_UniqueKeys, yaml.SafeLoader):
 
 
 _CLoader = getattr(yaml, "CSafeLoader", None)
-_FastLoader = type("_FastLoader", (_UniqueKeys, _CLoader), {}) if _CLoader else None
+_FastLoader = type("_FastLoader", (_StrictConstruction, _CLoader), {}) if _CLoader else None
 
 
 def _shallow(text: str) -> bool:
