@@ -348,9 +348,29 @@ class Program(ClassPeriods):
     # -------------------------------------------------------------------- totals
     @cached_property
     def _class_counts(self) -> list[tuple[StepClass, int]]:
-        """Each distinct step class (codes that share one, :meth:`class_of`) and its steps."""
+        """Each distinct step class (codes that share one, :meth:`class_of`) and its steps, in
+        the order of their first code in :attr:`multiplicity`. Codes are folded loop by loop
+        into the flags :meth:`class_of` keys its classes by (:attr:`_relevant`), so a loop whose
+        flags no class reads adds no codes: the same list without enumerating every code."""
+        on_first, on_last, _ = self._relevant
+        # (first flags read, last flags read, every loop so far at its last index) ->
+        # [steps, the first code with those flags]
+        folded: dict[tuple[int, int, bool], list] = {(0, 0, True): [1, 0]}
+        for i, (n, radix) in enumerate(zip(self.count, self._radix)):
+            bit, nxt = 1 << i, {}
+            for (first, last, at_end), (k, code) in folded.items():
+                for cls, m in _class_counts(n).items():
+                    ends = cls == LAST or cls == ONLY
+                    key = (first | (bit & on_first if cls == FIRST or cls == ONLY else 0),
+                           last | (bit & on_last if ends else 0), at_end and ends)  # fmt: skip
+                    entry = nxt.get(key)
+                    if entry is None:
+                        nxt[key] = [k * m, code + cls * radix]
+                    else:
+                        entry[0] += k * m
+            folded = nxt
         counts: dict[int, list] = {}
-        for c, n in self.multiplicity.items():
+        for n, c in folded.values():
             cls = self.class_of(c)
             entry = counts.get(id(cls))
             if entry is None:
