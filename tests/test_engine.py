@@ -260,12 +260,22 @@ def test_step_code_matches_the_vectorised_codes(arch, M, K, N, count, data):
 def test_dma_queue_steps_bounds_how_far_a_mover_prefetches():
     """4297x404x685 W8A8 on the cube keeps a 256x404 block of A in L2 across 78 steps: with a
     16-step queue the next block's A cannot start before the block's last 16 steps, so HBM idles
-    at every block boundary; 32 steps let it start earlier (docs/engine.md, 'The DES')."""
+    at every block boundary; 32 steps let it start earlier (docs/engine.md, 'The DES'). The
+    mapping is the one the mapper chose until it priced the output tiles' moves into L2
+    (``twin_groups._write_block``); it now picks one that runs in 222,116 cycles either way."""
     import json
 
     from accel_sim.arch.load import arch_from_dict
+    from accel_sim.arch.units.base import StepTile
     from accel_sim.dataflow.registry import get_dataflow
+    from accel_sim.engine.mapping import Loop, Mapping
+    from accel_sim.engine.program import Program
     from accel_sim.workload.gemm import Gemm
+
+    loops = (Loop("b", 1), Loop("m", 17), Loop("n", 6), Loop("m", 1), Loop("n", 1), Loop("k", 13))
+    keep = ((("A", 1), 5, 2), (("A", 2), 5, 2), (("A", 3), 6, 2), (("B", 1), 2, 2),
+            (("B", 2), 2, 2), (("B", 4), 6, 2))  # fmt: skip
+    mapping = Mapping(StepTile(256, 32, 128), loops, keep)
 
     base = load_arch(CUBE)
     assert base.dma_queue_steps == 32
@@ -276,7 +286,7 @@ def test_dma_queue_steps_bounds_how_far_a_mover_prefetches():
         flow = get_dataflow("w8a8")
         plan = flow.build(Gemm(4297, 404, 685), arch, None, flow.resolve_knobs(None))
         op = next(op for op in plan.matmuls)
-        program = mapped_program(arch, op)
+        program = Program(arch, op, mapping)
         cycles[arch.dma_queue_steps] = (simulate_program(program).cycles, twin_cycles(program))
     assert cycles[16][0] > 1.04 * cycles[32][0]  # the DES: 244,653 vs 232,465
-    assert cycles[32][0] >= cycles[32][1]  # HBM is busy 214,764 cycles; the model says 216,580
+    assert cycles[32][0] >= cycles[32][1]  # HBM is busy 214,764 cycles; the model says 225,945

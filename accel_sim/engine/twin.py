@@ -35,7 +35,13 @@ from collections import defaultdict
 from accel_sim.engine.program import Program
 from accel_sim.engine.twin_chains import _bounds, _heads, _store_bound, load_bound
 from accel_sim.engine.twin_first_pass import first_pass_estimate
-from accel_sim.engine.twin_groups import _prefetch_idle, _slot_chains, _store_ahead, _turnover
+from accel_sim.engine.twin_groups import (
+    _prefetch_idle,
+    _slot_chains,
+    _store_ahead,
+    _turnover,
+    _write_block,
+)
 from accel_sim.engine.twin_prefetch import prefetch_saving
 from accel_sim.engine.twin_steps import (  # noqa: F401 - step_busy, output_tiles: public here too
     _BUBBLE,
@@ -93,7 +99,10 @@ def body_cycles(program: Program, fill: int = 0, ports: dict | None = None) -> i
             key = _group_classes(program, g, radix, outer)
             hit = memo.get(key)
             if hit is None:
-                hit = memo[key] = (_turnover(program, g, radix, outer),
+                idle = _turnover(program, g, radix, outer)
+                for port, cycles in _write_block(program, g, radix, outer).items():
+                    idle[port] = idle.get(port, 0) + cycles
+                hit = memo[key] = (idle,
                                    _slot_chains(program, g, radix, outer),
                                    _store_ahead(program, g, radix, outer))  # fmt: skip
             turnovers[outer] = hit[0]
@@ -351,7 +360,7 @@ def _twin_cycles(program: Program) -> int:
     slots = window_slot_bound(program)
     estimate = max(estimate, _store_bound(program, fill, ports), slots)
     # (the enumerated chains exceed their mean a little: only hops whose mean is close count)
-    estimate = max(estimate, window_chains(program, CHAINS_WHEN * estimate, estimate, drain))
+    estimate = max(estimate, window_chains(program, CHAINS_WHEN * estimate, True, drain))
     return max(_bounds(program, fill, estimate), first_pass_estimate(program))
 
 

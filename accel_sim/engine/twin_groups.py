@@ -189,3 +189,40 @@ def _store_ahead(program: Program, g: int, radix: int, outer: int) -> int:
             stall = max(stall, store + tile + latency - gap - hidden)
         ready += mem.transfer_cycles(link.src, link.dst, nbytes) + mem.latency(link.src)
     return max(0, stall)
+
+
+def _write_block(program: Program, g: int, radix: int, outer: int) -> dict[object, float]:
+    """Per port, the idle of a port feeding a streamed input while the group's output tile moves
+    into a level that input is also written into (the cube's L0C → L2, into L2's write port,
+    which B's HBM → L2 tiles need too): a hop takes its ports together, so the input's next
+    tile waits for the move and the port it comes through (HBM's) idles, less what the tile in
+    flight when the move starts still has there after its part of the shared port (on average
+    half of that overhang: the move starts when the unit finishes, at any point of it)."""
+    count = program.count[g]
+    last = program.class_of(outer + _class_of(count - 1, count) * radix)
+    if not last.closes_accumulator:
+        return {}
+    step = program.class_of(outer + _class_of(count // 2, count) * radix)
+    links, hops = _plan(program)[:2]
+    mem = program.memory
+    out: dict[object, float] = {}
+    for k in _chain(program, "C"):
+        link, nbytes = program.links[k], last.link_bytes[k]
+        if not nbytes:
+            continue
+        held = dict(mem.port_cycles(link.src, link.dst, nbytes))
+        into = mem.port(link.dst, "w")
+        if link.dst == 0 or into not in held:
+            continue
+        for j, *_ in hops:
+            src, dst = links[j]
+            if dst != link.dst or not step.link_bytes[j]:
+                continue
+            mine = dict(mem.port_cycles(src, dst, step.link_bytes[j]))
+            feed = mem.port(src, "r")
+            if into not in mine or feed in held:
+                continue
+            idle = held[into] - max(0, mine[feed] - mine[into]) / 2
+            if idle > 0:
+                out[feed] = max(out.get(feed, 0), idle)
+    return out
