@@ -90,6 +90,7 @@ def body_cycles(program: Program, fill: int = 0, ports: dict | None = None) -> i
             busy[resource] += cycles * times
     turnovers: dict[int, dict] = {}
     stores_ahead: dict[int, int] = {}
+    blocked_moves: dict[int, dict] = {}  # per group class, a port's idle per output tile moved
     if g >= 0 and program.count[g] > 1:
         # a group's turnovers and slot chains read only its steps' classes: groups of the same
         # classes (shared class objects, ``Program.class_of``) share them
@@ -99,14 +100,15 @@ def body_cycles(program: Program, fill: int = 0, ports: dict | None = None) -> i
             key = _group_classes(program, g, radix, outer)
             hit = memo.get(key)
             if hit is None:
-                idle = _turnover(program, g, radix, outer)
-                for port, cycles in _write_block(program, g, radix, outer).items():
-                    idle[port] = idle.get(port, 0) + cycles
-                hit = memo[key] = (idle,
+                hit = memo[key] = (_turnover(program, g, radix, outer),
                                    _slot_chains(program, g, radix, outer),
-                                   _store_ahead(program, g, radix, outer))  # fmt: skip
+                                   _store_ahead(program, g, radix, outer),
+                                   _write_block(program, g, radix, outer))  # fmt: skip
             turnovers[outer] = hit[0]
             stores_ahead[outer] = hit[2]
+            blocked_moves[outer] = hit[3][0]
+            for port, idle in hit[3][0].items():
+                busy[port] += idle * hit[3][1]
             busy["compute"] += hit[2]
             for port, idle in hit[0].items():
                 busy[port] += idle
@@ -137,6 +139,10 @@ def body_cycles(program: Program, fill: int = 0, ports: dict | None = None) -> i
     if last_turnover and last_group != outer_of(program.code(0)):
         busy = adjusted.setdefault(last_group, dict(groups[last_group][1]))
         for port, idle in last_turnover.items():
+            busy[port] -= idle
+    if blocked_moves.get(last_group):  # nor behind the last tile's move
+        busy = adjusted.setdefault(last_group, dict(groups[last_group][1]))
+        for port, idle in blocked_moves[last_group].items():
             busy[port] -= idle
     if stores_ahead.get(last_group):  # nor does an input tile follow the last tile's store
         busy = adjusted.setdefault(last_group, dict(groups[last_group][1]))
