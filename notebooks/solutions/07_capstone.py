@@ -82,7 +82,7 @@ def which_to_build() -> dict:
 
     *Prefill, compute-bound (long prompts, an embedding encoder such as all-MiniLM-L6-v2 that
     never decodes).* The cycles front is INT16 → FP16 → LLM.int8() → W8A8 → W8A8-static → OSC.
-    The knee is per-token dynamic W8A8: 1.56× FP16's speed at a mean output error of 0.025, and
+    The knee is per-token dynamic W8A8: 1.57× FP16's speed at a mean output error of 0.025, and
     its vector pass overlaps the matmul. Static W8A8 buys almost nothing more here (1.01×) for
     almost 3× the error (0.070), so on this cube the dynamic scale is worth its pass. OSC is the
     fastest point (1.31× W8A8) at 0.091: worth it only if the model's task accuracy survives
