@@ -12,8 +12,8 @@ So wherever the DES runs a matmul, it first runs the model's choice. If that tak
 next candidate by the model (``mapper.alternatives``; :data:`ALTERNATIVES`), if it puts it
 within :data:`WITHIN` of its choice or below what the choice really took (the model missed the
 choice by that much, so a candidate it puts that close may well be faster), is run too; the
-fastest in the DES is kept (the model's order breaks ties). Where the model was right (the common case), nothing more is simulated:
-the choice's run is the one the caller gets.
+fastest in the DES is kept (the model's order breaks ties). Where the model was right (the
+common case), nothing more is simulated: the choice's run is the one the caller gets.
 
 The mapper's *runner-up* is run as well where there is one (``mapper.runner_up``): a candidate
 with K above the block loop that the model puts ahead of its choice, but by less than
