@@ -165,16 +165,14 @@ def window_chains(program: Program, floor: float = -math.inf, stretch: bool = Fa
     return best
 
 
-def _store_steps(program: Program, j: int, classes: list, inverse: np.ndarray) -> np.ndarray:
-    """Per step, the cycles its closing output tile's stores take on the busiest port of hop
-    ``j`` (0 where no tile closes or no store uses the hop's ports)."""
-    mem, link = program.memory, program.links[j]
-    ports = {p for p, _ in mem.port_cycles(link.src, link.dst, 1)}
-    outs = [m for m, ln in enumerate(program.links) if ln.operand == "C"]
+def _busiest_port_per_step(program: Program, ms: list[int], ports: set, classes: list,
+                           inverse: np.ndarray) -> np.ndarray:  # fmt: skip
+    """Per step, the cycles links ``ms`` take at that step on the busiest of ``ports``."""
+    mem = program.memory
     per = {}
     for step, _ in program._class_counts:
         load: dict = {}
-        for m in outs:
+        for m in ms:
             nb = step.link_bytes[m]
             if nb:
                 ln = program.links[m]
@@ -192,7 +190,11 @@ def _store_stretch(program, j, a, starts, ends, slots, classes, inverse) -> np.n
     that time the unit runs the steps loaded before it, so the stores of the steps from that
     close up to the step before its last loaded one queue among its transfers. Window 0 loads
     before any store. At most ×2 per window."""
-    st = _store_steps(program, j, classes, inverse)
+    # per step, its closing output tile's stores on the busiest of the hop's ports
+    link = program.links[j]
+    outs = [m for m, ln in enumerate(program.links) if ln.operand == "C"]
+    ports = set(program.memory.hop_ports(link.src, link.dst))
+    st = _busiest_port_per_step(program, outs, ports, classes, inverse)
     if not st.any():
         return np.ones(len(a))
     cum = np.concatenate(([0], np.cumsum(st)))
@@ -308,16 +310,4 @@ def _shared_next(program: Program, j: int, nxt: int, classes: list,
     ports = set(mem.hop_ports(program.links[nxt].src, program.links[nxt].dst))
     others = [m for m, ln in enumerate(program.links) if ln.operand not in (operand, "C")
               and ports & set(mem.hop_ports(ln.src, ln.dst))]
-    per = {}
-    for step, _ in program._class_counts:
-        worst = 0
-        for port in ports:
-            total = 0
-            for m in others:
-                nb = step.link_bytes[m]
-                if nb:
-                    ln = program.links[m]
-                    total += sum(c for p, c in mem.port_cycles(ln.src, ln.dst, nb) if p == port)
-            worst = max(worst, total)
-        per[id(step)] = worst
-    return np.array([per[c] for c in classes], dtype=np.int64)[inverse]
+    return _busiest_port_per_step(program, others, ports, classes, inverse)
