@@ -6,9 +6,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from accel_sim.api_checks import (
     _as_gemm,
@@ -27,8 +25,12 @@ from accel_sim.energy.model import price
 from accel_sim.engine.counts import ActionCounts
 from accel_sim.engine.run import run_plan
 from accel_sim.errors import UserInputError
+from accel_sim.report.warm import warm_imports
 from accel_sim.workers import map_groups
 from accel_sim.workload.gemm import Gemm
+
+if TYPE_CHECKING:  # pandas loads on first use (worker processes fork without it)
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -315,7 +317,8 @@ def simulate_many(
     order = [{i: args[i] for i in range(g * len(flows), (g + 1) * len(flows))}
              for g in sorted(range(len(gemms)), key=lambda g: -gemms[g].macs * gemms[g].count)]
     done: dict[int, SimResult] = {}
-    for part in map_groups(simulate, order, jobs):  # (nothing unless jobs > 1)
+    # (nothing unless jobs > 1; pandas, for the table, loads while the workers run)
+    for part in map_groups(simulate, order, jobs, lambda: warm_imports("pandas")):
         done.update(part)
         if bar is not None:
             bar.update(len(part))
@@ -328,6 +331,8 @@ def simulate_many(
         rows.append(done[i].row())
     if bar is not None:
         bar.close()
+    import pandas as pd
+
     return pd.DataFrame(rows)
 
 

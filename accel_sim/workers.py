@@ -95,11 +95,13 @@ def _call_group(task: tuple[Callable, dict]) -> dict:
     return out
 
 
-def map_groups(func: Callable, groups: list[dict], jobs: int) -> Iterator[dict]:
+def map_groups(func: Callable, groups: list[dict], jobs: int,
+               forked: Callable[[], Any] | None = None) -> Iterator[dict]:  # fmt: skip
     """Per group (``{key: args}``, in the order given) ``{key: func(*args)}``, the groups on
     ``jobs`` forked processes; nothing where ``jobs`` ≤ 1, there is one group, or this process
     cannot fork (the caller then calls ``func`` itself, and meets any error in order). Calls
-    that share work (e.g. simulations of one matmul) belong in one group."""
+    that share work (e.g. simulations of one matmul) belong in one group. ``forked`` as in
+    :func:`fork_map`."""
     if jobs <= 1 or len(groups) < 2 or not can_fork():
         return
-    yield from fork_map(_call_group, [(func, g) for g in groups], jobs)
+    yield from fork_map(_call_group, [(func, g) for g in groups], jobs, forked)

@@ -36,9 +36,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from accel_sim.api import simulate
 from accel_sim.api_checks import check_jobs, check_knob_map, unique
@@ -54,6 +52,7 @@ from accel_sim.engine.run import launch_cycles, run_plan
 from accel_sim.errors import UserInputError
 from accel_sim.model_run.defaults import DEFAULT_ARCH, DEFAULT_STATS  # noqa: F401 - re-exported
 from accel_sim.model_run.stats import KindStats
+from accel_sim.report.warm import warm_imports
 from accel_sim.workers import map_groups
 from accel_sim.workload.gemm import Gemm
 from accel_sim.workload.models import (
@@ -65,6 +64,9 @@ from accel_sim.workload.models import (
     lower,
 )
 from accel_sim.workload.trace import Trace, load_trace
+
+if TYPE_CHECKING:  # pandas loads on first use (worker processes fork without it)
+    import pandas as pd
 
 ROW_COLUMNS = ["dataflow", "row", "op", "group", "kind", "run_as", "M", "K", "N", "elements",
                "count", "cycles", "compute_cycles", "stall_cycles", "launch_cycles", "time_s",
@@ -244,7 +246,9 @@ def simulate_model(
         groups.setdefault((key[0].M, key[0].K, key[0].N, key[0].count), []).append(key)
     order = sorted(groups.values(), key=lambda g: -len(g) * g[0][0].macs * g[0][0].count)
     cache: dict[tuple, Any] = {}
-    for part in map_groups(simulate, [{k: tasks[k] for k in g} for g in order], jobs):
+    # pandas, for the tables, loads while the workers run
+    calls = [{k: tasks[k] for k in g} for g in order]
+    for part in map_groups(simulate, calls, jobs, lambda: warm_imports("pandas")):
         cache.update(part)
     rows: list[dict[str, Any]] = []
     skipped: dict[str, str] = {}
@@ -274,6 +278,8 @@ def simulate_model(
     flows = [f for f in flows if f not in skipped]
     if not flows:
         raise UserInputError(arch.origin, f"no dataflow runs on this architecture: {skipped}")
+    import pandas as pd
+
     table = pd.DataFrame(rows)
     cols = ROW_COLUMNS + [c for c in EXTRA_COLUMNS if c in table.columns]
     table = table.reindex(columns=cols)  # rows are grouped by dataflow, in the given order
@@ -305,6 +311,8 @@ def _totals(table: pd.DataFrame, flows: list[str], clock_hz: float, tokens: int)
                     "vector_cycles": int(group.get("vector", 0)),
                     "launch_cycles": int(part["launch_cycles"].sum()),
                     "tokens_per_s": tokens / (cycles / clock_hz)})  # fmt: skip
+    import pandas as pd
+
     df = pd.DataFrame(out)
     if "w8a8" in flows:
         df["speedup_vs_w8a8"] = df.loc[df["dataflow"] == "w8a8", "cycles"].iloc[0] / df["cycles"]

@@ -8,13 +8,15 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from accel_sim.errors import UserInputError
 from accel_sim.workload.gemm import Gemm, parse_dim
+
+if TYPE_CHECKING:  # pandas loads on first use: a model run's workers fork without it
+    import pandas as pd
 
 OUTPUT_SUFFIXES = (".csv", ".parquet", ".json")
 
@@ -85,6 +87,8 @@ def _atomic_write(path: Path, write) -> None:
 
 def _json_value(value: Any) -> Any:
     """A cell as plain JSON: numpy scalars as Python ones, NaN, infinities and NA as null."""
+    import pandas as pd
+
     if value is pd.NA or value is None:
         return None
     if hasattr(value, "item"):  # numpy scalars
@@ -124,6 +128,7 @@ def _wide_ints_as_decimals(df: pd.DataFrame) -> pd.DataFrame:
         isinstance(v, int) and not isinstance(v, bool) for v in df[c])]  # fmt: skip
     if not wide:
         return df
+    import pandas as pd
     import pyarrow as pa
 
     out = df.copy()
@@ -198,6 +203,8 @@ def check_finite_table(df: pd.DataFrame, source: str) -> None:
     """No infinity in any numeric column and no NaN in :data:`FINITE_COLUMNS` (elsewhere NaN
     means "not applicable", e.g. the energy of a component a dataflow does not use); the error
     names the column and the first offending row."""
+    import pandas as pd
+
     for column in df.columns:
         values = df[column]
         if not pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
@@ -233,7 +240,17 @@ def read_json_file(path: str | Path, what: str = "file") -> Any:
         if path.stat().st_size > MAX_JSON_BYTES:
             raise UserInputError(str(path), f"larger than the {MAX_JSON_BYTES}-byte limit")
         text = path.read_bytes().decode("utf-8")
-        data = json.loads(text)  # NaN/Infinity literals parse to floats, refused below
+        # NaN/Infinity literals and numbers too large for a double parse to floats, refused
+        # below; only then is the parsed value walked for the key (stats.json: 50,000 values)
+        non_finite: list[float] = []
+
+        def number(literal: str) -> float:
+            value = float(literal)
+            if not math.isfinite(value):
+                non_finite.append(value)
+            return value
+
+        data = json.loads(text, parse_float=number, parse_constant=number)
     except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
         reason = err.__class__.__name__
         if isinstance(err, json.JSONDecodeError):
@@ -241,45 +258,60 @@ def read_json_file(path: str | Path, what: str = "file") -> Any:
         raise UserInputError(str(path), f"malformed, empty or truncated JSON ({reason})") from None
     except RecursionError:
         raise UserInputError(str(path), "JSON nested too deeply") from None
-    found = _non_finite(data)
+    found = _non_finite(data) if non_finite else None
     if found:
         key, value = found
         raise UserInputError(str(path), f"value {value} (NaN/Infinity) is not allowed", key)
     return data
 
 
-def _check_field_counts(path: Path) -> None:
-    """Every row has as many fields as the header (pandas would silently shift or drop them)."""
+def read_csv_rows(path: str | Path, required: list[str]) -> list[dict[str, str]]:
+    """The data rows of a CSV as ``{column: cell}``, every cell as written but for its leading
+    spaces (stdlib ``csv``: no pandas needed to read a trace's GEMM list). Checked, each problem
+    one :class:`UserInputError`: the file exists and is UTF-8 CSV, every row has as many fields
+    as the header (pandas would silently shift or drop them), the ``required`` columns exist,
+    there is at least one data row and no required cell is empty. Blank lines are skipped."""
     import csv
 
-    try:
-        with path.open(newline="", encoding="utf-8") as fh:
-            rows = csv.reader(fh)
-            header = next(rows, None)
-            for line, row in enumerate(rows, start=2):
-                if row and len(row) != len(header):
-                    raise UserInputError(f"{path}:{line}", f"{len(row)} fields, but the header "
-                                         f"has {len(header)}")  # fmt: skip
-    except (UnicodeDecodeError, csv.Error) as err:
-        raise UserInputError(str(path), f"not a readable CSV ({err.__class__.__name__})") from None
-
-
-def read_csv_checked(path: str | Path, required: list[str], dtype: Any = None) -> pd.DataFrame:
-    """A CSV with at least the ``required`` columns and one data row; any problem is one
-    :class:`UserInputError`. ``dtype=str`` keeps every cell as written (for strict parsing)."""
     path = Path(path)
     if not path.is_file():
         raise UserInputError(str(path), "file not found")
-    _check_field_counts(path)
+    try:
+        with path.open(newline="", encoding="utf-8") as fh:
+            lines = csv.reader(fh, skipinitialspace=True)
+            header = next(lines, None) or []
+            rows = []
+            for line, row in enumerate(lines, start=2):
+                if not row:
+                    continue
+                if len(row) != len(header):
+                    raise UserInputError(f"{path}:{line}", f"{len(row)} fields, but the header "
+                                         f"has {len(header)}")  # fmt: skip
+                rows.append(dict(zip(header, row)))
+    except (UnicodeDecodeError, csv.Error) as err:
+        raise UserInputError(str(path), f"not a readable CSV ({err.__class__.__name__})") from None
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise UserInputError(str(path), f"missing column(s) {missing}")
+    if not rows:
+        raise UserInputError(str(path), "no data rows (header only)")
+    for number, row in enumerate(rows, start=1):
+        column = next((c for c in required if not row[c].strip()), None)
+        if column is not None:
+            raise UserInputError(str(path), f"empty cell in data row {number}", column)
+    return rows
+
+
+def read_csv_checked(path: str | Path, required: list[str], dtype: Any = None) -> pd.DataFrame:
+    """:func:`read_csv_rows`'s checks, then the CSV as a DataFrame (pandas' types; ``dtype=str``
+    keeps every cell as written), with no NaN literal (``nan``, ``NA``) in a required column."""
+    import pandas as pd
+
+    read_csv_rows(path, required)
     try:
         df = pd.read_csv(path, skipinitialspace=True, index_col=False, dtype=dtype)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
         raise UserInputError(str(path), f"not a readable CSV ({err.__class__.__name__})") from None
-    missing = [c for c in required if c not in df.columns]
-    if missing:
-        raise UserInputError(str(path), f"missing column(s) {missing}")
-    if df.empty:
-        raise UserInputError(str(path), "no data rows (header only)")
     if df[required].isna().any().any():
         column = next(c for c in required if df[c].isna().any())
         row = int(np.flatnonzero(df[column].isna().to_numpy())[0]) + 1

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from accel_sim.api import SimResult
+
+if TYPE_CHECKING:  # pandas loads on first use (worker processes fork without it)
+    import pandas as pd
 
 _SI_PREFIXES = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""), (1e-3, "m"),
                 (1e-6, "µ"), (1e-9, "n"), (1e-12, "p"), (1e-15, "f"))  # fmt: skip
@@ -84,6 +86,8 @@ def _schedule_lines(r: SimResult) -> list[str]:
 
 def _missing(value: Any) -> bool:
     try:
+        import pandas as pd
+
         return value is None or bool(pd.isna(value))
     except (TypeError, ValueError):
         return False
@@ -132,6 +136,8 @@ def display_table(df: pd.DataFrame, columns: list[Column]) -> str:
     """``df`` as text for a terminal: ``columns`` = (column, header, formatter) for those
     present in ``df`` (a formatter of None prints the value as it is); values right-aligned.
     Machine outputs (JSON, CSV, Parquet) keep ``df``'s own columns and base units."""
+    import pandas as pd
+
     view = pd.DataFrame(index=range(len(df)))
     for column, header, fmt in columns:
         if column in df.columns:

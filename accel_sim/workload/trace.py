@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from accel_sim import resources
 from accel_sim.errors import UserInputError, user_error_from_validation
-from accel_sim.report.io import read_csv_checked, read_json_file
+from accel_sim.report.io import read_csv_rows, read_json_file
 from accel_sim.workload import trace_schema
 from accel_sim.workload.gemm import GEMM_KINDS, Gemm, parse_dim
 from accel_sim.workload.npio import load_npz
@@ -79,18 +79,17 @@ def _parse_layer(text: str, source: str) -> int:
 def _gemms(path: Path) -> list[Gemm]:
     """The GEMMs of ``gemms.csv``; M, K, N strict ASCII integers (``16.7`` is not truncated)."""
     csv_path = path / "gemms.csv"
-    df = read_csv_checked(csv_path, GEMM_COLUMNS, dtype=str)
     gemms = []
-    for row_number, row in enumerate(df.itertuples(index=False), start=1):
+    for row_number, row in enumerate(read_csv_rows(csv_path, GEMM_COLUMNS), start=1):
         where = f"{csv_path} (data row {row_number})"
-        dims = [parse_dim(getattr(row, d), d, where) for d in "MKN"]
-        kind = str(row.kind).strip()
+        dims = [parse_dim(row[d], d, where) for d in "MKN"]
+        kind = row["kind"].strip()
         if kind not in GEMM_KINDS:
-            raise UserInputError(where, f"unknown kind {kind!r} of GEMM {str(row.name)!r}; "
+            raise UserInputError(where, f"unknown kind {kind!r} of GEMM {row['name']!r}; "
                                  f"expected one of {', '.join(k for k in GEMM_KINDS if k)} "
                                  "or empty", "kind")  # fmt: skip
-        gemms.append(Gemm(*dims, name=str(row.name), kind=kind,
-                          layer=_parse_layer(str(row.layer), where)))  # fmt: skip
+        gemms.append(Gemm(*dims, name=row["name"], kind=kind,
+                          layer=_parse_layer(row["layer"], where)))  # fmt: skip
     names = [g.name for g in gemms]
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)

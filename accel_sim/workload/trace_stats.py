@@ -39,7 +39,7 @@ def array_stats(path: Path) -> list[dict[str, Any]]:
 
 
 def trace_dir_stats(path: Path) -> list[dict[str, Any]]:
-    from accel_sim.report.io import read_csv_checked
+    from accel_sim.report.io import read_csv_rows
     from accel_sim.workload.trace import load_trace
 
     if (path / "stats.json").is_file():
@@ -50,18 +50,18 @@ def trace_dir_stats(path: Path) -> list[dict[str, Any]]:
             for g, s in zip(trace.gemms, trace.stats)
         ]  # fmt: skip
     csv_path = path / "gemms.csv"
-    df = read_csv_checked(csv_path, ["index", "name", "kind", "M", "K", "N"], dtype=str)
     out = []
-    for number, row in enumerate(df.itertuples(index=False), start=1):
+    rows = read_csv_rows(csv_path, ["index", "name", "kind", "M", "K", "N"])
+    for number, row in enumerate(rows, start=1):
         where = f"{csv_path} (data row {number})"
-        index = str(row.index).strip()
+        index = row["index"].strip()
         if not index.isascii() or not index.isdigit():
-            raise UserInputError(where, f"index={row.index!r} must be a non-negative integer",
+            raise UserInputError(where, f"index={row['index']!r} must be a non-negative integer",
                                  "index")  # fmt: skip
-        dims = {d: parse_dim(getattr(row, d), d, where) for d in "MKN"}
+        dims = {d: parse_dim(row[d], d, where) for d in "MKN"}
         x_path = path / f"X_{int(index)}.npy"
         X = load_npy(x_path)
-        out.append({"name": row.name, "kind": row.kind, **dims,
+        out.append({"name": row["name"], "kind": row["kind"], **dims,
                     **tensor_stats(X, source=str(x_path))})  # fmt: skip
     return out
 
