@@ -44,6 +44,21 @@ def test_a_choice_the_model_misjudges_is_replaced_by_a_faster_one():
     assert timing.cycles == simulate_program(program, collapse=False).cycles
 
 
+def test_a_miss_under_five_per_cent_is_checked_too():
+    """OSC 2048x512x12288 at G=16 on the cube: the model puts its choice (64x640x64, C stored
+    every step) at 1,500,200 cycles, the DES runs it in 1,563,984 (+4.2 %, under the 5 % the
+    check used to allow); the next candidate, 0.9 % behind in the model, runs in 1,495,714."""
+    arch = load_arch("ascend_like_cube")
+    op = _op(arch, (2048, 512, 12288), "osc", {"G": 16})
+    _cold()
+    model_choice = mapper.mapped_program(arch, op)
+    ran = simulate_program(model_choice).cycles
+    assert 1.02 < ran / twin_cycles(model_choice) < 1.05
+    program, timing = des_check.des_timing(arch, op)
+    assert program.mapping != model_choice.mapping
+    assert timing.cycles < 0.97 * ran
+
+
 def test_alternatives_never_return_the_choice():
     arch = load_arch("ascend_like_cube")
     op = _op(arch, (2048, 512, 12288), "osc", {"G": 32})
