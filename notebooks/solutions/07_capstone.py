@@ -82,10 +82,10 @@ def which_to_build() -> dict:
 
     *Prefill, compute-bound (long prompts, an embedding encoder such as all-MiniLM-L6-v2 that
     never decodes).* The cycles front is INT16 → FP16 → LLM.int8() → W8A8 → W8A8-static → OSC.
-    The knee is per-token dynamic W8A8: 1.57× FP16's speed at a mean output error of 0.025, and
+    The knee is per-token dynamic W8A8: 1.59× FP16's speed at a mean output error of 0.025, and
     its vector pass overlaps the matmul. Static W8A8 buys almost nothing more here (1.01×) for
     almost 3× the error (0.070), so on this cube the dynamic scale is worth its pass. OSC is the
-    fastest point (1.31× W8A8) at 0.091: worth it only if the model's task accuracy survives
+    fastest point (1.29× W8A8) at 0.091: worth it only if the model's task accuracy survives
     ~9 % per-layer output error — the notebook cannot tell, that needs a perplexity or task
     evaluation. LLM.int8() is the choice if 0.025 is too much: 0.018 at 1.26× W8A8's cycles.
     I would build a cube with INT8 and FP4/INT4 rates and run W8A8 (dynamic) as the default,
