@@ -1,8 +1,9 @@
 """Design-space sweeps: grid expansion, hashing, determinism, SIGKILL + restart, bad specs,
 point-file checksums, the grid-size limit, --out and --scheduler checks, plot labels.
 
-Most runs use ``scheduler="synchronous"`` (in-process, no Dask) to stay fast; one test runs a real
-LocalCluster and the SIGKILL test runs the command in its own process group, cluster included.
+Most runs use ``scheduler="synchronous"`` (in-process, no Dask) to stay fast; one test runs the
+default (forked local workers), one a real Dask LocalCluster, and the SIGKILL test runs the
+command in its own process group, workers included.
 """
 
 from __future__ import annotations
@@ -165,11 +166,20 @@ def test_a_model_workload_costs_what_accel_sim_model_does(tmp_path):
         assert by.loc[("linear only", flow), "cycles"] < totals.loc[flow, "cycles"]
 
 
-def test_local_cluster_gives_the_in_process_table(tmp_path):
+def test_local_workers_and_a_dask_cluster_give_the_in_process_table(tmp_path):
+    """The default (forked local workers, ``sweep/run.FORKED``) and a Dask cluster (what
+    ``--scheduler ADDR`` reaches; here a LocalCluster's client) compute the same table as this
+    process alone."""
+    from dask.distributed import Client, LocalCluster
+
     spec = write_spec(tmp_path, SMALL)
-    local = run_sweep(spec, tmp_path / "cluster", scheduler=None, progress=False)
     inproc = run_sweep(spec, tmp_path / "inproc", scheduler="synchronous", progress=False)
+    local = run_sweep(spec, tmp_path / "local", scheduler=None, progress=False)
     pd.testing.assert_frame_equal(local, inproc)
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster, \
+            Client(cluster) as client:  # fmt: skip
+        dask = run_sweep(spec, tmp_path / "dask", scheduler=client, progress=False)
+    pd.testing.assert_frame_equal(dask, inproc)
 
 
 def _start(spec: Path, out: Path) -> subprocess.Popen:

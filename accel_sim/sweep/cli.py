@@ -11,7 +11,7 @@ from accel_sim.sweep.grid import MAX_POINTS
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register the ``sweep`` command on an argparse sub-parsers object."""
     parser = subparsers.add_parser(
-        "sweep", help="design-space sweep on Dask (YAML grid)",
+        "sweep", help="design-space sweep (YAML grid), local or on Dask",
         description="Run or resume a design-space sweep: every point of the grid is written to "
         f"OUT/points as it finishes (at most {MAX_POINTS:,} points per sweep file), then the "
         "table (results.csv/.parquet) and plots (pareto.png, heatmap.png) go to OUT.",
@@ -26,9 +26,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--scheduler",
         metavar="ADDR",
-        help="Dask scheduler address, e.g. tcp://host:8786 (default: a local "
-        "cluster of one process per usable CPU, at most 8, or ACCEL_SIM_WORKERS; "
-        "'synchronous': in this process, no Dask)",
+        help="Dask scheduler address, e.g. tcp://host:8786 (default: local worker "
+        "processes, one per usable CPU, at most 8, or ACCEL_SIM_WORKERS; "
+        "'synchronous': in this process)",
     )
     parser.add_argument(
         "--no-progress",

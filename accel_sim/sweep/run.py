@@ -1,5 +1,5 @@
-"""Running a sweep: check ``--out`` and the scheduler, compute missing points on Dask, write
-the table and plots.
+"""Running a sweep: check ``--out`` and the scheduler, compute missing points (on forked local
+workers by default, on Dask where a scheduler is given), write the table and plots.
 
 Order of a run (every user mistake is one :class:`UserInputError` before anything is written):
 the sweep file and its grid size, the output directory, the expansion (dry builds), the point
@@ -33,12 +33,21 @@ from accel_sim.sweep import store
 from accel_sim.sweep.points import Point, canonical_json, expand, sha256, workload_gemms
 from accel_sim.sweep.results import build_table, is_metric, model_point_row, point_row
 from accel_sim.sweep.spec import load_spec
-from accel_sim.workers import default_workers
+from accel_sim.workers import can_fork, default_workers, fork_map
 
 CONNECT_TIMEOUT_S = 3.0  # TCP connect to a --scheduler address
 CLIENT_TIMEOUT_S = 10.0  # Dask handshake once the port answers
 
 _ARCHS: dict[str, Any] = {}  # never evicted: the engine's matmul cache keys on id(arch)
+#: The default scheduler on a machine that can fork: local worker processes (``fork_map``).
+#: A Dask LocalCluster spawns its workers, which import accel-sim again: ~3.3 s before the
+#: first point (a 2-point sweep took 6.8 s on it, 3.5 s in-process), more than some sweeps'
+#: whole work (notebook 08's 36 points).
+FORKED = "forked"
+
+
+def _run_batch(args: tuple[str, str | None]) -> list[dict[str, Any]]:
+    return run_points(*args)
 
 
 def run_points(batch: str, points_dir: str | None) -> list[dict[str, Any]]:
@@ -83,28 +92,44 @@ def _check_reachable(address: str) -> None:
         raise UserInputError("--scheduler", f"{address!r} is unreachable ({why})") from None
 
 
+def _ignore_ctrl_c() -> Any:
+    """Ignore SIGINT until the returned function (idempotent) is called: processes started
+    meanwhile keep ignoring it (Python installs its handler only where the signal is not
+    ignored). A Ctrl-C in the terminal reaches the whole process group, and the local workers
+    each printed a KeyboardInterrupt traceback while this process shut them down. Main thread
+    only (elsewhere nothing is changed)."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = [signal.signal(signal.SIGINT, signal.SIG_IGN)]
+
+    def restore() -> None:
+        if previous:
+            signal.signal(signal.SIGINT, previous.pop())
+
+    return restore
+
+
 @contextmanager
 def _workers_ignore_ctrl_c() -> Iterator[None]:
-    """Start processes that ignore SIGINT: a Ctrl-C in the terminal reaches the whole process
-    group, and the local cluster's workers each printed a KeyboardInterrupt traceback while this
-    process shut them down. A process started while SIGINT is ignored keeps ignoring it (Python
-    installs its handler only where the signal is not ignored). Main thread only."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """Start processes that ignore SIGINT inside the block (:func:`_ignore_ctrl_c`)."""
+    restore = _ignore_ctrl_c()
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        restore()
 
 
 @contextmanager
 def _client(scheduler: Any) -> Iterator[tuple[Any, bool]]:
-    """(Dask client or None for in-process, whether its workers share our disk); a client
-    passed in stays open. An unreachable address is one :class:`UserInputError`."""
-    if scheduler == "synchronous":  # in this process, no Dask
-        yield None, True
+    """(Dask client, :data:`FORKED` or None for in-process, whether its workers share our
+    disk); a client passed in stays open. An unreachable address is one
+    :class:`UserInputError`. The default: forked local workers, in this process where only
+    one CPU is usable, a Dask LocalCluster where this process cannot fork."""
+    if scheduler == "synchronous" or (scheduler is None and default_workers() <= 1):
+        yield None, True  # in this process, no Dask
+        return
+    if scheduler is None and can_fork():
+        yield FORKED, True
         return
     from dask.distributed import Client, LocalCluster
 
@@ -130,9 +155,10 @@ def _client(scheduler: Any) -> Iterator[tuple[Any, bool]]:
 
 
 def _execute(todo: list[Point], points_dir: Path, client: Any, local: bool, bar: Any,
-             src: str, rows: dict[str, dict]) -> None:  # fmt: skip
+             src: str, rows: dict[str, dict], started: Any) -> None:  # fmt: skip
     """Compute ``todo`` into ``rows`` (by point hash); each finished point is written at once
-    (by the worker when local)."""
+    (by the worker when local). ``started()`` is called once any worker processes exist (this
+    process may start threads from then on)."""
 
     def finish(point: Point, row: dict, written: bool) -> None:
         if "__error__" in row:
@@ -148,13 +174,34 @@ def _execute(todo: list[Point], points_dir: Path, client: Any, local: bool, bar:
         return canonical_json(items), str(points_dir) if local else None
 
     if client is None:  # in-process, no Dask (tests, debugging)
+        started()
         for point in todo:
             finish(point, run_points(*batch([point], True))[0], True)
         return
+    workers = default_workers() if client == FORKED else len(client.nthreads())
+    # ~16 batches per worker: the per-task cost stays small and points land within ~1 s
+    size = max(1, min(25, len(todo) // (16 * max(1, workers))))
+    if client == FORKED:
+        chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
+        restore = _ignore_ctrl_c()  # the workers ignore Ctrl-C; this process stops them
+
+        def forked() -> None:
+            restore()
+            started()
+
+        try:
+            tasks = [batch(chunk, True) for chunk in chunks]
+            for chunk, done in zip(chunks, fork_map(_run_batch, tasks, workers, forked)):
+                for point, row in zip(chunk, done):
+                    finish(point, row, True)
+        finally:
+            restore()
+        if len(chunks) < 2:
+            started()  # (fork_map ran the one batch in this process)
+        return
+    started()
     from dask.distributed import as_completed
 
-    # ~16 batches per worker: Dask's per-task cost stays small and points land within ~1 s
-    size = max(1, min(25, len(todo) // (16 * max(1, len(client.nthreads())))))
     batches = {}
     for chunk in (todo[i : i + size] for i in range(0, len(todo), size)):
         key = "sweep-" + sha256("".join(p.hash for p in chunk))
@@ -212,7 +259,8 @@ def run_sweep(spec_path: str | Path, out_dir: str | Path, scheduler: Any = None,
     """Run or resume a sweep; the table is returned and written to ``out_dir`` (``points/``,
     ``results.parquet``, ``results.csv``, ``pareto.png``, ``heatmap.png``, ``manifest.json``).
     ``scheduler``: ``None``
-    = a LocalCluster (``workers.default_workers()`` processes × 1 thread, no dashboard); an
+    = forked local workers (``workers.default_workers()`` processes; a Dask LocalCluster with
+    as many where this process cannot fork, none where one CPU is usable); an
     address (``tcp://h:8786``: its workers need accel-sim with the named traces and models) or
     a ``distributed.Client``; ``"synchronous"`` = in this process, without Dask. The scheduler
     is contacted only when some point remains to compute. ``progress``: a tqdm bar on stderr
@@ -234,9 +282,11 @@ def run_sweep(spec_path: str | Path, out_dir: str | Path, scheduler: Any = None,
         with bar:
             if todo:
                 # the plots' imports (matplotlib, its fonts) load while this process waits
-                warm = warm_plots("accel_sim.sweep.plot")
-                _execute(todo, points_dir, client, near, bar, str(sweep.path), rows)
-                warm.join()
+                warm = []
+                _execute(todo, points_dir, client, near, bar, str(sweep.path), rows,
+                         lambda: warm.append(warm_plots("accel_sim.sweep.plot")))  # fmt: skip
+                for thread in warm:
+                    thread.join()
     df = _table(points, rows, sweep)
     swept = [*points[0].params]
     write_outputs(df, out, sweep.spec.heatmap or [*swept, "workload", "variant"][:2], sweep.name,
