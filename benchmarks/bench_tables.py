@@ -90,7 +90,7 @@ def main() -> None:
         timed("model qwen3-8b prefill 2048", four, cache("model"), repeat, extra)
         timed("model qwen3-8b prefill 2048 (all)", [*prefill, "all"], cache("model-all"))
         timed("model qwen3-8b prefill 2048 (warm)", four, cache("model"))
-        print(f"sweep (fresh output directory, LocalCluster of {default_workers()} workers):")
+        print(f"sweep (fresh output directory, {default_workers()} forked local workers):")
         sweep = ["sweep", "workloads/sweeps/bench_1000.yaml", "--no-progress", "--out"]
         fresh_out = lambda i: [*sweep, str(out / ("sweep" if i == 0 else f"sweep-{i}"))]  # noqa: E731
         timed("sweep bench_1000", fresh_out, cache("sweep"), repeat, extra)
