@@ -60,9 +60,11 @@ def fork_map(func: Callable[[Any], Any], tasks: list, workers: int,
     """``func(task)`` for each task, in order, on ``workers`` forked processes (in this process
     when ``workers`` ≤ 1, there is one task, or fork is unavailable). Lazy: results are yielded
     as they arrive, so a caller can drive a progress bar. ``forked()`` is called in this
-    process once the workers exist (e.g. to start a thread, which must not be running at a
-    fork), and only then."""
+    process once no more processes will be forked (e.g. to start a thread, which must not be
+    running at a fork): after the workers exist, or first thing when the tasks run here."""
     if workers <= 1 or len(tasks) < 2 or not can_fork():
+        if forked is not None:
+            forked()
         yield from map(func, tasks)
         return
     with multiprocessing.get_context("fork").Pool(min(workers, len(tasks))) as pool:

@@ -178,10 +178,10 @@ def _execute(todo: list[Point], points_dir: Path, client: Any, local: bool, bar:
         for point in todo:
             finish(point, run_points(*batch([point], True))[0], True)
         return
-    workers = default_workers() if client == FORKED else len(client.nthreads())
+    workers = default_workers() if client is FORKED else len(client.nthreads())
     # ~16 batches per worker: the per-task cost stays small and points land within ~1 s
     size = max(1, min(25, len(todo) // (16 * max(1, workers))))
-    if client == FORKED:
+    if client is FORKED:
         chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
         restore = _ignore_ctrl_c()  # the workers ignore Ctrl-C; this process stops them
 
@@ -196,8 +196,6 @@ def _execute(todo: list[Point], points_dir: Path, client: Any, local: bool, bar:
                     finish(point, row, True)
         finally:
             restore()
-        if len(chunks) < 2:
-            started()  # (fork_map ran the one batch in this process)
         return
     started()
     from dask.distributed import as_completed
